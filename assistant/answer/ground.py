@@ -1,0 +1,203 @@
+"""Grounding: evidence sentences for the prompt, and the check of every cited sentence.
+
+An answer may only cite papers retrieval returned for this turn, and each cited sentence must
+be supported by the abstract (or the metadata) of the paper it cites. Support mixes lexical
+overlap (content stems of the claim found in one evidence sentence) with embedding similarity,
+and numbers in a claim must appear in the cited source: a wrong figure is the commonest
+hallucination of a small model.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..types import Paper
+from .text import normalise, shorten, split_sentences, stems, terms
+
+MARKER_RE = re.compile(r"\[(\d+(?:\s*[,;–-]\s*\d+)*)\]")
+NUMBER_RE = re.compile(r"(?<![A-Za-z])\d+(?:\.\d+)?%?")
+# Text in an abstract that talks to the assistant rather than about research is data we keep
+# out of the prompt altogether (it is still searchable and shown as the paper's text).
+INJECTION_RE = re.compile(
+    r"(ignore|disregard|forget)\s+(all\s+|any\s+|the\s+)?(previous|prior|above|earlier)\s+"
+    r"(instructions|prompts?|rules)|\byou are (now )?(an?|the) (assistant|ai|language model)\b|"
+    r"\bsystem prompt\b|<\|im_start\|>|<\|im_end\|>|\bassistant:\s|\brespond (only )?with\b|"
+    r"\b(reply|answer) (only )?with\b", re.I)
+
+
+class SentenceEmbeddings:
+    """Embeds short texts on demand with a bounded cache (abstract sentences recur a lot)."""
+
+    def __init__(self, embedder, capacity: int = 20000):
+        self.embedder = embedder
+        self.capacity = capacity
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        if missing:
+            from ..embed import embed_texts
+
+            vectors = embed_texts(self.embedder, missing, batch_size=64)
+            with self._lock:
+                for t, v in zip(missing, vectors):
+                    self._cache[t] = v
+                while len(self._cache) > self.capacity:
+                    self._cache.popitem(last=False)
+        with self._lock:
+            return np.stack([self._cache[t] for t in texts]) if texts else np.zeros((0, 384))
+
+
+def metadata_line(paper: Paper) -> str:
+    bits = [f"{paper.title}", f"by {', '.join(paper.authors)}" if paper.authors else ""]
+    if paper.category:
+        bits.append(f"category {paper.category}")
+    if paper.year:
+        bits.append(f"year {paper.year}")
+    return "; ".join(b for b in bits if b)
+
+
+def safe_sentences(paper: Paper) -> list[str]:
+    return [s for s in split_sentences(paper.abstract) if not INJECTION_RE.search(s)]
+
+
+def has_injection(paper: Paper) -> bool:
+    return bool(INJECTION_RE.search(paper.abstract))
+
+
+def best_sentences(paper: Paper, query: str, embed: SentenceEmbeddings, n: int) -> list[str]:
+    """The n abstract sentences closest to the query, kept in the abstract's order."""
+    sents = safe_sentences(paper)
+    if len(sents) <= n:
+        return sents
+    qv = embed([query])[0]
+    sims = embed(sents) @ qv
+    q_stems = stems(" ".join(terms(query)))
+    lex = np.array([len(q_stems & stems(s)) / max(len(q_stems), 1) for s in sents])
+    score = sims + 0.3 * lex
+    top = sorted(np.argsort(-score)[:n])
+    return [sents[i] for i in top]
+
+
+@dataclass
+class Source:
+    """A paper given to the model under the number `n` for this turn."""
+
+    n: int
+    paper: Paper
+    sentences: list[str]  # what the model saw
+
+    def support_texts(self) -> list[str]:
+        return [metadata_line(self.paper)] + safe_sentences(self.paper)
+
+
+@dataclass
+class GroundedText:
+    text: str
+    used: list[int]  # source numbers cited, in order of first appearance
+    evidence: dict[int, str] = field(default_factory=dict)  # source n -> best supporting sentence
+    removed_markers: int = 0
+    unsupported: int = 0
+
+
+def parse_markers(group: str) -> list[int]:
+    nums: list[int] = []
+    for part in re.split(r"\s*[,;]\s*", group):
+        if re.fullmatch(r"\d+\s*[–-]\s*\d+", part):
+            a, b = (int(x) for x in re.split(r"\s*[–-]\s*", part))
+            nums.extend(range(min(a, b), max(a, b) + 1) if abs(b - a) < 10 else [a, b])
+        elif part.strip().isdigit():
+            nums.append(int(part))
+    return nums
+
+
+class Grounder:
+    def __init__(self, embed: SentenceEmbeddings, min_support: float):
+        self.embed = embed
+        self.min_support = min_support
+
+    def support(self, claim: str, source: Source) -> tuple[float, str]:
+        """How well the source supports the claim (0..1), and its best sentence."""
+        texts = source.support_texts()
+        claim_terms = terms(claim)
+        claim_stems = stems(" ".join(claim_terms))
+        vectors = self.embed([claim] + texts)
+        sims = vectors[1:] @ vectors[0]
+        best, best_text = 0.0, ""
+        for text, sim in zip(texts, sims):
+            lex = len(claim_stems & stems(text)) / len(claim_stems) if claim_stems else 0.0
+            score = 0.5 * lex + 0.5 * float(sim)
+            if score > best:
+                best, best_text = score, text
+        # a figure the source never states is not supported by it, however similar the wording
+        src_norm = normalise(" ".join(texts))
+        for num in NUMBER_RE.findall(claim):
+            if num.rstrip("%") not in src_norm:
+                return 0.0, best_text
+        return best, best_text
+
+    def check(self, text: str, sources: list[Source]) -> GroundedText:
+        """Keep supported, correctly cited sentences; fix or drop the rest."""
+        by_n = {s.n: s for s in sources}
+        result = GroundedText(text="", used=[])
+        kept: list[str] = []
+        for sentence in split_answer(text):
+            claim = MARKER_RE.sub("", sentence).strip()
+            cited = [n for g in MARKER_RE.findall(sentence) for n in parse_markers(g)]
+            valid = [n for n in dict.fromkeys(cited) if n in by_n]
+            result.removed_markers += len(set(cited)) - len(valid)
+            if not terms(claim):
+                continue  # a bare "[2]" or filler: nothing to keep
+            scored = {n: self.support(claim, s) for n, s in by_n.items()}
+            supported = [n for n in valid if scored[n][0] >= self.min_support]
+            if not supported:
+                best_n = max(scored, key=lambda n: scored[n][0]) if scored else None
+                if best_n is not None and scored[best_n][0] >= self.min_support:
+                    supported = [best_n]  # right claim, wrong or missing number: re-point it
+                else:
+                    result.unsupported += 1
+                    continue  # never shown as cited when nothing supports it
+            for n in supported:
+                result.evidence.setdefault(n, scored[n][1])
+                if n not in result.used:
+                    result.used.append(n)
+            kept.append(claim.rstrip() + " " + "".join(f"[{n}]" for n in supported))
+        result.text = " ".join(fix_spacing(s) for s in kept)
+        return result
+
+
+def split_answer(text: str) -> list[str]:
+    """Answer sentences; a marker right after the full stop belongs to the sentence before it."""
+    text = " ".join(text.replace("\n", " ").split())
+    text = re.sub(r"([.!?])\s*((?:\[\d+(?:\s*[,;–-]\s*\d+)*\]\s*)+)", r" \2\1 ", text)
+    return [s for s in split_sentences(text) if s.strip()]
+
+
+def fix_spacing(sentence: str) -> str:
+    s = re.sub(r"\s+([.,;:!?])", r"\1", sentence.strip())
+    # put the markers before the final full stop: "... result [1]."
+    m = re.match(r"^(.*?)([.!?])\s*((?:\[\d+\])+)$", s)
+    if m:
+        s = f"{m.group(1)} {m.group(3)}{m.group(2)}"
+    elif not re.search(r"[.!?]$", s):
+        s += "."
+    return s
+
+
+def renumber(text: str, order: list[int]) -> str:
+    """Rewrite source numbers so citations read [1], [2], … in order of first appearance."""
+    mapping = {old: i + 1 for i, old in enumerate(order)}
+    return MARKER_RE.sub(lambda m: "".join(f"[{mapping[n]}]" for n in parse_markers(m.group(1))
+                                           if n in mapping), text)
+
+
+def extract_line(source: Source, n_sentences: int = 2, words: int = 45) -> str:
+    """An extract for answers without a model: the best sentences, shortened, cited."""
+    text = " ".join(source.sentences[:n_sentences]) or source.paper.abstract
+    return f"{shorten(text, words)} [{source.n}]"

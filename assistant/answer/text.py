@@ -1,0 +1,107 @@
+"""Text helpers shared by planning, evidence selection and grounding: sentences, terms, stems."""
+from __future__ import annotations
+
+import math
+import re
+from functools import lru_cache
+
+# Words that carry no topic: question scaffolding and research boilerplate. A question whose
+# remaining terms are all absent from a paper is not about that paper, however close the
+# embedding looks.
+STOPWORDS = set("""
+a an the and or but if of in on at to for from by with without about into over under between
+is are was were be been being am do does did done doing has have had having can could should
+would will shall may might must it its it's they them their this that these those there here
+what which who whom whose when where why how whether any some all each every either neither
+not no nor so than too very just also only more most much many such own same other another
+i me my we our you your he she his her us one ones paper papers work works study studies
+studied article articles collection corpus tell show give list find describe explain summarize
+summarise summary overview compare comparison versus vs contrast difference differences
+between both approach approaches method methods propose proposes proposed present presents
+introduce introduces use uses used using new novel based way ways kind kinds type types
+research researcher authors author wrote written write area areas field topic topics
+please thing things something anything does do get gets got make makes made let lets
+exist exists existing there's is there any related regarding concerning achieve achieves
+obtain obtains main key idea ideas problem problems address addresses result results
+""".split())
+
+TERM_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9]*(?:[-'][A-Za-z0-9]+)*")
+SENT_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[$\"“])")
+DASHES_RE = re.compile(r"[\u2010-\u2015-]+")
+
+
+@lru_cache(maxsize=1)
+def _stemmer():
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+def normalise(text: str) -> str:
+    """Lower-case, one hyphen for any run of dashes ("Kolmogorov--Arnold" = "Kolmogorov-Arnold")."""
+    return DASHES_RE.sub("-", text).lower()
+
+
+def split_sentences(text: str) -> list[str]:
+    parts = [s.strip() for s in SENT_SPLIT_RE.split(" ".join(text.split()))]
+    return [p for p in parts if p]
+
+
+def terms(text: str) -> list[str]:
+    """Content terms of `text`, lower-cased, hyphenated names kept whole."""
+    out = []
+    for tok in TERM_RE.findall(normalise(text)):
+        if tok in STOPWORDS or (len(tok) < 2 and not tok.isdigit()):
+            continue
+        out.append(tok)
+    return out
+
+
+def stem(token: str) -> str:
+    return _stemmer().stemWord(token)
+
+
+def stems(text: str) -> set[str]:
+    """Stems of every word of `text`, including the parts of hyphenated words."""
+    out: set[str] = set()
+    for tok in TERM_RE.findall(normalise(text)):
+        out.add(stem(tok))
+        if "-" in tok:
+            out.update(stem(p) for p in tok.split("-") if p)
+    return out
+
+
+def term_in(term: str, text_stems: set[str], text_norm: str) -> bool:
+    """A query term matches a text by stem, or as a whole hyphenated name, or all its parts."""
+    if stem(term) in text_stems:
+        return True
+    if "-" in term:
+        if re.search(r"(?<![a-z0-9])" + re.escape(term) + r"(?![a-z0-9])", text_norm):
+            return True
+        parts = [p for p in term.split("-") if len(p) > 1]
+        return bool(parts) and all(stem(p) in text_stems for p in parts)
+    return False
+
+
+def is_distinctive(raw_token: str) -> bool:
+    """Looks like a name: an acronym, CamelCase, a hyphenated/digit-bearing identifier."""
+    if len(raw_token) < 2:
+        return False
+    inner_caps = sum(c.isupper() for c in raw_token[1:])
+    return (inner_caps >= 1 or any(c.isdigit() for c in raw_token)
+            or ("-" in raw_token and any(c.isupper() for c in raw_token)))
+
+
+def distinctive_tokens(text: str) -> list[str]:
+    return [t for t in TERM_RE.findall(DASHES_RE.sub("-", text)) if is_distinctive(t)]
+
+
+def idf(df: int, n_docs: int) -> float:
+    return math.log((n_docs + 1) / (df + 0.5))
+
+
+def shorten(text: str, words: int = 40) -> str:
+    parts = text.split()
+    if len(parts) <= words:
+        return text.strip()
+    return " ".join(parts[:words]).rstrip(",;:") + " …"

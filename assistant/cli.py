@@ -1,0 +1,258 @@
+"""`paper-assistant`: a thin command-line shell over `assistant.PaperAssistant`."""
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from .config import load_settings
+from .corpus import CorpusError
+from .index import StoreError
+from .library import PaperAssistant
+from .types import Filters, Turn
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Answers questions about a collection of paper abstracts, with citations.")
+err = Console(stderr=True)
+out = Console()
+
+# -- options shared by the commands
+StoreOpt = Annotated[Optional[Path], typer.Option("--store", help="Store folder (default: vectorstore/).")]
+ChromaOpt = Annotated[Optional[str], typer.Option("--chroma-url", help="Use a Chroma server, http://HOST:PORT.")]
+PresetOpt = Annotated[str, typer.Option("--preset", help="Named settings preset: default, extractive, openai.")]
+BackendOpt = Annotated[Optional[str], typer.Option("--backend", help="LLM backend: local, openai or none.")]
+ModelPathOpt = Annotated[Optional[Path], typer.Option("--model-path", help="Any GGUF file for the local backend.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
+KOpt = Annotated[Optional[int], typer.Option("-k", help="Number of papers to use.")]
+CategoryOpt = Annotated[Optional[list[str]], typer.Option("--category", help="Only this category (or area); repeatable.")]
+AuthorOpt = Annotated[Optional[list[str]], typer.Option("--author", help="Only papers by an author matching this; repeatable.")]
+YearFromOpt = Annotated[Optional[int], typer.Option("--year-from", help="Only papers from this year on.")]
+YearToOpt = Annotated[Optional[int], typer.Option("--year-to", help="Only papers up to this year.")]
+
+
+def make_assistant(store=None, chroma_url=None, preset="default", backend=None,
+                   model_path=None) -> PaperAssistant:
+    settings = load_settings(preset, store_dir=store, chroma_url=chroma_url,
+                             llm_backend=backend, model_path=model_path)
+    return PaperAssistant(settings)
+
+
+def make_filters(category, author, year_from, year_to) -> Filters:
+    return Filters(categories=category or [], authors=author or [],
+                   year_min=year_from, year_max=year_to)
+
+
+@contextmanager
+def friendly_errors():
+    """Known failures print one clear line and exit 2 instead of a traceback."""
+    try:
+        yield
+    except (CorpusError, StoreError) as exc:
+        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(2)
+
+
+@contextmanager
+def rich_progress(path: Path):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeRemainingColumn(), console=err, transient=False) as bar:
+        task = bar.add_task(f"ingest {Path(path).name}", total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
+
+
+@app.command()
+def ingest(paths: Annotated[list[Path], typer.Argument(help="Corpus files: seed listing .txt, .jsonl, .json, .csv, .bib.")],
+           skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Load the good records and report the bad ones.")] = False,
+           rebuild: Annotated[bool, typer.Option("--rebuild", help="Empty the store first.")] = False,
+           store: StoreOpt = None, chroma_url: ChromaOpt = None, quiet: Annotated[bool, typer.Option("--quiet")] = False):
+    """Read corpus files into the store (idempotent: re-ingesting updates in place)."""
+    pa = make_assistant(store, chroma_url)
+    with friendly_errors():
+        reports = pa.ingest(paths, skip_bad=skip_bad, rebuild=rebuild,
+                            progress_factory=None if quiet else rich_progress)
+    for r in reports:
+        u = r.upsert
+        err.print(f"{r.path}: {r.papers} papers ({u.papers_new} new, {u.papers_updated} updated, "
+                  f"{u.papers_unchanged} unchanged; {u.chunks_embedded} chunks embedded)",
+                  highlight=False)
+        for bad in r.bad:
+            err.print(f"  [yellow]skipped[/] {bad.path}:{bad.line}: {bad.reason}", highlight=False)
+    stats = pa.stats()
+    err.print(f"store {stats['store']}: {stats['papers']} papers, {stats['chunks']} chunks")
+
+
+def _hits_json(hits) -> list[dict]:
+    return [h.to_json() for h in hits]
+
+
+@app.command()
+def search(query: Annotated[Optional[str], typer.Argument(help="What to look for. With --json and no QUERY: JSON Lines {id, query} on stdin.")] = None,
+           k: Annotated[int, typer.Option("-k", help="Number of papers.")] = 10,
+           as_json: JsonOpt = False, category: CategoryOpt = None, author: AuthorOpt = None,
+           year_from: YearFromOpt = None, year_to: YearToOpt = None,
+           store: StoreOpt = None, chroma_url: ChromaOpt = None):
+    """Hybrid (BM25 + dense) search over the corpus; one line per paper."""
+    pa = make_assistant(store, chroma_url)
+    filters = make_filters(category, author, year_from, year_to)
+    with friendly_errors():
+        if query is None:
+            if not as_json:
+                raise typer.BadParameter("give a QUERY, or --json to read queries from stdin")
+            for line in sys.stdin:
+                if not line.strip():
+                    continue
+                item = json.loads(line)
+                hits = pa.search(item["query"], k=k, filters=filters)
+                print(json.dumps({"id": item.get("id"), "results": _hits_json(hits)},
+                                 ensure_ascii=False), flush=True)
+            return
+        hits = pa.search(query, k=k, filters=filters)
+    if as_json:
+        print(json.dumps({"results": _hits_json(hits)}, ensure_ascii=False))
+        return
+    if not hits:
+        out.print("No matching papers.")
+    for i, h in enumerate(hits, 1):
+        p = h.paper
+        meta = " · ".join(str(x) for x in (p.category, p.year) if x)
+        out.print(f"[bold]{i}. {p.title}[/]  [dim]{h.score:.4f}[/]", highlight=False)
+        out.print(f"   {p.author_line()}" + (f"  [dim]{meta}[/]" if meta else ""), highlight=False)
+        out.print(f"   [dim]{h.snippet[:240]}{'…' if len(h.snippet) > 240 else ''}[/]", highlight=False)
+
+
+@app.command()
+def stats(store: StoreOpt = None, chroma_url: ChromaOpt = None,
+          as_json: JsonOpt = False):
+    """Papers, chunks, embedding model and store location."""
+    pa = make_assistant(store, chroma_url)
+    with friendly_errors():
+        s = pa.stats()
+    if as_json:
+        print(json.dumps(s))
+        return
+    for key, value in s.items():
+        out.print(f"{key:12s} {value}", highlight=False)
+
+
+ModeOpt = Annotated[Optional[str], typer.Option("--mode", help="question, summary or compare (default: detected).")]
+
+
+def _print_answer(answer, streamed: bool) -> None:
+    """The checked answer (it may differ from the streamed draft), then the references."""
+    from rich.markdown import Markdown
+
+    if not streamed:
+        out.print(Markdown(answer.answer))
+    for notice in answer.notices:
+        err.print(f"[yellow]note:[/] {notice}", highlight=False)
+    if answer.citations:
+        out.print("\n[bold]References[/]")
+        for c in answer.citations:
+            meta = ", ".join(str(x) for x in (c.category, c.year) if x)
+            label = f"{c.title} (label)" if c.title_is_derived else c.title
+            authors = ", ".join(c.authors[:3]) + (" et al." if len(c.authors) > 3 else "")
+            out.print(f"[{c.number}] {authors.rstrip('.')}. {label}." + (f" {meta}." if meta else ""),
+                      highlight=False)
+
+
+def _run_turn(pa, message: str, history: list, mode, filters, k, as_json: bool):
+    """One turn: stream to the terminal (or collect for JSON); returns the final Answer."""
+    from rich.live import Live
+    from rich.markdown import Markdown
+
+    if as_json:
+        return pa.ask(message, history, mode=mode, filters=filters, k=k)
+    final, draft = None, ""
+    with Live(console=out, refresh_per_second=12, transient=True) as live:
+        for kind, payload in pa.ask_stream(message, history, mode=mode, filters=filters, k=k):
+            if kind == "retrieved" and payload:
+                titles = "; ".join(h.paper.title[:50] for h in payload[:5])
+                live.update(f"[dim]found: {titles}[/]")
+            elif kind == "token":
+                draft += payload
+                live.update(Markdown(draft))
+            elif kind == "final":
+                final = payload
+    out.print(Markdown(final.answer))
+    _print_answer(final, streamed=True)
+    return final
+
+
+@app.command()
+def ask(questions: Annotated[Optional[list[str]], typer.Argument(help="Turns of one conversation. With --json and none: JSON Lines {id, turns} on stdin.")] = None,
+        as_json: JsonOpt = False, mode: ModeOpt = None, k: KOpt = None,
+        category: CategoryOpt = None, author: AuthorOpt = None,
+        year_from: YearFromOpt = None, year_to: YearToOpt = None,
+        backend: BackendOpt = None, model_path: ModelPathOpt = None, preset: PresetOpt = "default",
+        store: StoreOpt = None, chroma_url: ChromaOpt = None):
+    """Ask questions; each argument is the next turn of one conversation."""
+    pa = make_assistant(store, chroma_url, preset, backend, model_path)
+    filters = make_filters(category, author, year_from, year_to)
+    with friendly_errors():
+        if not questions:
+            if not as_json:
+                raise typer.BadParameter("give a QUESTION, or --json to read conversations from stdin")
+            for line in sys.stdin:
+                if not line.strip():
+                    continue
+                item = json.loads(line)
+                history: list[Turn] = []
+                answer = None
+                for turn in item["turns"]:
+                    answer = pa.ask(turn, history, mode=mode, filters=filters, k=k)
+                    history += [Turn(role="user", content=turn), answer.as_turn()]
+                print(json.dumps({"id": item.get("id"), **answer.to_json()}, ensure_ascii=False),
+                      flush=True)
+            return
+        history = []
+        for q in questions:
+            if not as_json and len(questions) > 1:
+                out.print(f"\n[bold cyan]> {q}[/]", highlight=False)
+            answer = _run_turn(pa, q, history, mode, filters, k, as_json)
+            if as_json:
+                print(json.dumps(answer.to_json(), ensure_ascii=False), flush=True)
+            history += [Turn(role="user", content=q), answer.as_turn()]
+
+
+@app.command()
+def chat(mode: ModeOpt = None, k: KOpt = None, backend: BackendOpt = None,
+         model_path: ModelPathOpt = None, preset: PresetOpt = "default",
+         store: StoreOpt = None, chroma_url: ChromaOpt = None):
+    """An interactive conversation in the terminal (empty line or Ctrl-D to quit, /new to restart)."""
+    pa = make_assistant(store, chroma_url, preset, backend, model_path)
+    with friendly_errors():
+        pa.ensure_corpus()
+        s = pa.stats()
+    out.print(f"[bold]paper-assistant[/] · {s['papers']} papers · {pa.backend_label()}", highlight=False)
+    history: list[Turn] = []
+    while True:
+        try:
+            message = out.input("[bold cyan]> [/]").strip()
+        except (EOFError, KeyboardInterrupt):
+            break
+        if not message:
+            break
+        if message == "/new":
+            history = []
+            continue
+        answer = _run_turn(pa, message, history, mode, Filters(), k, as_json=False)
+        history += [Turn(role="user", content=message), answer.as_turn()]
+
+
+def main() -> None:  # console-script entry point
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""One settings object for the whole product (env prefix PAPER_ASSISTANT_), with named presets.
+
+Every front end builds a `Settings` and hands it to the library; nothing else reads the
+environment, except the OpenAI backends, which fall back to the usual OPENAI_* variables.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal, Optional
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# Offline by default: no library may reach a model hub or phone home at run time.
+# Set here, at import of the package's settings, so it holds for every entry point.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+DATA_DIR = PACKAGE_DIR / "data"
+SEED_CORPUS = DATA_DIR / "seed_corpus.txt"
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "paper-assistant"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="PAPER_ASSISTANT_", extra="ignore")
+
+    # -- store
+    store_dir: Path = Path("vectorstore")
+    chroma_url: Optional[str] = None  # http://HOST:PORT of a `chroma run` server
+    collection: str = "papers"
+
+    # -- embeddings
+    embed_backend: Literal["onnx", "openai"] = "onnx"
+    embed_model: str = "all-MiniLM-L6-v2"
+    embed_base_url: Optional[str] = None
+    embed_api_key: Optional[str] = None
+    embed_batch_size: int = 32
+    embed_threads: int = 0  # 0: onnxruntime decides (all cores)
+
+    # -- chunking: windows of whole sentences that fit the embedding model's 256-token limit
+    chunk_tokens: int = 200
+    chunk_overlap_tokens: int = 40
+
+    # -- retrieval
+    k: int = 5
+    candidates: int = 50  # chunks taken from each side before fusion
+    rrf_k: int = 60
+    dense_weight: float = 1.0
+    bm25_weight: float = 1.0
+
+    # -- answering
+    llm_backend: Literal["local", "openai", "none"] = "local"
+    model_path: Optional[Path] = None  # any GGUF; default: the packaged Qwen2.5-Coder-1.5B
+    model_cache_dir: Path = Field(default_factory=default_cache_dir)
+    llm_model: Optional[str] = None  # model name for the OpenAI-compatible backend
+    llm_base_url: Optional[str] = None
+    llm_api_key: Optional[str] = None
+    llm_timeout: float = 120.0
+    max_tokens: int = 320
+    temperature: float = 0.1
+    n_ctx: int = 4096
+    n_threads: int = 0  # 0: all cores
+    summary_k: int = 10
+    compare_max: int = 4
+    evidence_sentences: int = 3  # sentences of each paper given to the model
+    # Relevance gate (see answer/plan.py): a question is answered only when its best paper
+    # clears these. Calibrated by benchmarks/calibrate_abstain.py, not on the dev questions.
+    min_dense: float = 0.36
+    min_lexical: float = 0.45
+    min_support: float = 0.22  # grounding: a cited sentence needs this much support
+
+    def resolved_llm_api_key(self) -> Optional[str]:
+        return self.llm_api_key or os.environ.get("OPENAI_API_KEY")
+
+    def resolved_llm_base_url(self) -> Optional[str]:
+        return self.llm_base_url or os.environ.get("OPENAI_BASE_URL")
+
+    def resolved_llm_model(self) -> str:
+        return self.llm_model or os.environ.get("OPENAI_MODEL") or "gpt-4o-mini"
+
+
+PRESETS: dict[str, dict] = {
+    # The offline default: packaged MiniLM embeddings, packaged Qwen2.5-Coder-1.5B.
+    "default": {},
+    # Retrieval only: extracts of the relevant papers, no language model at all.
+    "extractive": {"llm_backend": "none"},
+    # OpenAI (or any compatible server through PAPER_ASSISTANT_LLM_BASE_URL / OPENAI_BASE_URL).
+    "openai": {"llm_backend": "openai"},
+}
+
+
+def load_settings(preset: str = "default", **overrides) -> Settings:
+    """Settings from a preset, then the environment, then explicit overrides (None ignored)."""
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
+    preset_values = {k: v for k, v in PRESETS[preset].items()
+                     if f"PAPER_ASSISTANT_{k.upper()}" not in os.environ}
+    values = {k: v for k, v in overrides.items() if v is not None}
+    return Settings(**{**preset_values, **values})

@@ -1,0 +1,159 @@
+"""`detect_format` and `read_papers`: the one entry point the ingest code calls.
+
+Format readers (listing, jsonfmt, csvfmt, bibtex) turn syntax into RawRecords; this module turns
+those into Papers, drops exact repeats, and either raises or collects the bad ones.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from pathlib import Path
+from typing import Callable, Iterator, Optional, Union
+
+from ..types import Paper
+from .bibtex import read_bibtex
+from .csvfmt import read_csv
+from .errors import BadRecord, CorpusError, RecordError
+from .fields import ABSTRACT_FIELDS, paper_from_fields
+from .jsonfmt import read_json, read_jsonl
+from .listing import read_listing
+from .records import RawRecord
+from .textio import BOM
+
+log = logging.getLogger(__name__)
+
+PathLike = Union[str, Path]
+
+READERS: dict[str, Callable[[Path], Iterator[RawRecord]]] = {
+    "listing": read_listing,
+    "jsonl": read_jsonl,
+    "json": read_json,
+    "csv": read_csv,
+    "bibtex": read_bibtex,
+}
+FORMATS = tuple(READERS)
+
+EXTENSIONS = {
+    ".txt": "listing",
+    ".md": "listing",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "json",
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".bib": "bibtex",
+}
+SNIFF_BYTES = 64 * 1024
+
+
+def detect_format(path: PathLike) -> str:
+    """'listing' | 'jsonl' | 'json' | 'csv' | 'bibtex', by extension, else by the file's start."""
+    path = Path(path)
+    by_extension = EXTENSIONS.get(path.suffix.lower())
+    if by_extension:
+        return by_extension
+    _require_file(path)
+    with open(path, "rb") as f:
+        head = f.read(SNIFF_BYTES).removeprefix(BOM).decode("utf-8", errors="replace").lstrip()
+    return _sniff(head)
+
+
+def _sniff(head: str) -> str:
+    first_line = head.split("\n", 1)[0].strip()
+    if head.startswith("["):
+        return "json"
+    if head.startswith("{"):
+        return "jsonl" if _is_json_object(first_line) else "json"
+    if re.search(r"^\s*@\w+\s*[{(]", head, re.MULTILINE):
+        return "bibtex"
+    columns = {c.strip().strip("\"'").lower() for c in re.split(r"[,\t]", first_line)}
+    if len(columns) > 1 and columns.intersection(ABSTRACT_FIELDS):
+        return "csv"
+    return "listing"
+
+
+def _is_json_object(line: str) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
+
+
+def read_papers(
+    path: PathLike,
+    *,
+    skip_bad: bool = False,
+    errors: Optional[list[RecordError]] = None,
+    fmt: Optional[str] = None,
+) -> Iterator[Paper]:
+    """Stream the papers of a corpus file.
+
+    A malformed record raises CorpusError ("path:line: reason") when it is reached, after the
+    papers before it have been yielded. With skip_bad=True it is appended to `errors` (or logged
+    when no list is given) and reading goes on. Errors that leave the rest of the file unreadable
+    (bad UTF-8 outside JSON Lines, invalid JSON document, CSV without an abstract column) raise
+    even with skip_bad. The file and format are checked at call time; the content lazily.
+    """
+    path = Path(path)
+    _require_file(path)
+    fmt = fmt or detect_format(path)
+    if fmt not in READERS:
+        raise ValueError(f"unknown corpus format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    return _papers(path, READERS[fmt](path), skip_bad, errors)
+
+
+def _papers(
+    path: Path, records: Iterator[RawRecord], skip_bad: bool, errors: Optional[list[RecordError]]
+) -> Iterator[Paper]:
+    seen = _SeenIds()
+    for record in records:
+        try:
+            paper = _paper(path, record)
+            if seen.is_repeat(paper, record.line):
+                continue
+        except BadRecord as bad:
+            reason = f"{record.name}: {bad.reason}" if record.name else bad.reason
+            error = RecordError(path=str(path), line=record.line, reason=reason)
+            if not skip_bad:
+                raise error.to_exception() from None
+            if errors is not None:
+                errors.append(error)
+            else:
+                log.warning("skipped bad record: %s", error)
+            continue
+        yield paper
+
+
+def _paper(path: Path, record: RawRecord) -> Paper:
+    if record.fields is None:
+        raise BadRecord(record.problem or "unreadable record")
+    return paper_from_fields(record.fields, source=f"{path.name}:{record.line}")
+
+
+class _SeenIds:
+    """paper_id → (first line, content digest), to drop exact repeats and report conflicting ones.
+    A few dozen bytes per paper, so even millions of records fit in memory."""
+
+    def __init__(self) -> None:
+        self._first: dict[str, tuple[Optional[int], bytes]] = {}
+
+    def is_repeat(self, paper: Paper, line: Optional[int]) -> bool:
+        digest = hashlib.blake2b(
+            paper.model_dump_json(exclude={"source"}).encode("utf-8"), digest_size=8
+        ).digest()
+        first = self._first.get(paper.paper_id)
+        if first is None:
+            self._first[paper.paper_id] = (line, digest)
+            return False
+        if first[1] == digest:
+            return True
+        raise BadRecord(f"duplicate id {paper.paper_id} with different content (first at line {first[0]})")
+
+
+def _require_file(path: Path) -> None:
+    if not path.exists():
+        raise CorpusError(str(path), None, "no such file")
+    if not path.is_file():
+        raise CorpusError(str(path), None, "not a file")

@@ -1,0 +1,91 @@
+"""The public Python API. The CLI, the Gradio UI and the HTTP API are thin shells over it.
+
+    from assistant import PaperAssistant
+    pa = PaperAssistant()                    # settings from env (PAPER_ASSISTANT_*) and defaults
+    pa.ingest(["papers.jsonl"])
+    pa.search("federated backdoor attacks")
+    answer = pa.ask("Which paper studies backdoors in FL?")
+    pa.ask("Who wrote it?", history=[Turn(role="user", ...), answer.as_turn()])
+"""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Iterable, Iterator, Optional, Sequence
+
+from .config import SEED_CORPUS, Settings, load_settings
+from .index import Store
+from .ingest import FileReport, ingest_paths
+from .retrieve import Retriever
+from .types import Answer, Filters, Hit, Turn
+
+
+class PaperAssistant:
+    def __init__(self, settings: Optional[Settings] = None, **overrides):
+        self.settings = settings or load_settings(**overrides)
+        self._store: Optional[Store] = None
+        self._retriever: Optional[Retriever] = None
+        self._engine = None
+        self._lock = threading.RLock()
+
+    # -- parts, created on first use so `--help` and `stats` stay fast
+    @property
+    def store(self) -> Store:
+        with self._lock:
+            if self._store is None:
+                self._store = Store(self.settings)
+            return self._store
+
+    @property
+    def retriever(self) -> Retriever:
+        if self._retriever is None:
+            self._retriever = Retriever(self.store, self.settings)
+        return self._retriever
+
+    @property
+    def engine(self):
+        from .answer import AnswerEngine
+
+        with self._lock:
+            if self._engine is None:
+                self._engine = AnswerEngine(self.settings, self.retriever)
+            return self._engine
+
+    # -- corpus
+    def ingest(self, paths: Iterable[Path | str], skip_bad: bool = False, rebuild: bool = False,
+               progress_factory=None) -> list[FileReport]:
+        if rebuild:
+            self.store.delete_all()
+        return ingest_paths(self.store, [Path(p) for p in paths], skip_bad, progress_factory)
+
+    def ensure_corpus(self, progress_factory=None) -> Optional[list[FileReport]]:
+        """Index the bundled demo corpus when the store is empty (what `make run` relies on)."""
+        if self.store.collection.count() > 0:
+            return None
+        return self.ingest([SEED_CORPUS], progress_factory=progress_factory)
+
+    def stats(self) -> dict:
+        return self.store.stats()
+
+    def facets(self) -> dict:
+        return self.store.facets()
+
+    # -- retrieval
+    def search(self, query: str, k: Optional[int] = None,
+               filters: Optional[Filters] = None) -> list[Hit]:
+        return self.retriever.search(query, k=k, filters=filters)
+
+    # -- answers
+    def ask(self, message: str, history: Sequence[Turn] = (), mode: Optional[str] = None,
+            filters: Optional[Filters] = None, k: Optional[int] = None) -> Answer:
+        return self.engine.answer(message, list(history), mode=mode, filters=filters, k=k)
+
+    def ask_stream(self, message: str, history: Sequence[Turn] = (), mode: Optional[str] = None,
+                   filters: Optional[Filters] = None, k: Optional[int] = None) -> Iterator:
+        """Events: ("retrieved", [Hit]), ("token", str)..., ("final", Answer)."""
+        return self.engine.stream(message, list(history), mode=mode, filters=filters, k=k)
+
+    def backend_label(self) -> str:
+        from .llm import backend_label
+
+        return backend_label(self.settings)

@@ -1,0 +1,123 @@
+"""Hybrid retrieval: BM25 + dense (Chroma), fused by reciprocal rank, aggregated to papers.
+
+Fusion is done at the paper level (a paper's rank on each side is the rank of its best
+chunk), because the unit a researcher wants back is a paper, once, with its best chunk as the
+snippet. llama-index's QueryFusionRetriever fuses nodes, not papers, and cannot apply one
+filter to both a Chroma and a bm25s side, so this small step is written here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from .config import Settings
+from .index import Store
+from .types import Filters, Hit
+
+
+@dataclass
+class ChunkScore:
+    chunk_id: str
+    paper_id: str
+    text: str = ""
+    dense: Optional[float] = None
+    bm25: Optional[float] = None
+
+
+class Retriever:
+    def __init__(self, store: Store, settings: Settings):
+        self.store = store
+        self.settings = settings
+
+    def embed_query(self, query: str) -> np.ndarray:
+        return np.asarray(self.store.embedder.get_query_embedding(query), dtype=np.float32)
+
+    def search(self, query: str, k: Optional[int] = None, filters: Optional[Filters] = None,
+               mode: str = "hybrid", candidates: Optional[int] = None) -> list[Hit]:
+        """The k best papers for `query`. `mode` is hybrid, bm25 or dense (for benchmarks)."""
+        k = k or self.settings.k
+        n = max(candidates or self.settings.candidates, k * 3)
+        allowed = self.store.allowed_papers(filters)
+        if allowed is not None and not allowed:
+            return []
+        chunks: dict[str, ChunkScore] = {}
+        if mode in ("hybrid", "bm25"):
+            self._bm25_side(query, n, allowed, chunks)
+        if mode in ("hybrid", "dense"):
+            self._dense_side(query, n, allowed, chunks)
+        return self._fuse(chunks, k, mode)
+
+    def _bm25_side(self, query: str, n: int, allowed: Optional[set[str]],
+                   chunks: dict[str, ChunkScore]) -> None:
+        bm25 = self.store.bm25()
+        mask = None
+        if allowed is not None:
+            mask = np.isin(bm25.paper_ids, list(allowed)).astype(np.float32)
+        scores = bm25.scores(query, mask)
+        if scores.size == 0:
+            return
+        top = np.argsort(-scores)[:n]
+        for i in top:
+            if scores[i] <= 0:
+                break
+            cid = bm25.chunk_ids[i]
+            chunks[cid] = ChunkScore(cid, str(bm25.paper_ids[i]), bm25=float(scores[i]))
+
+    def _dense_side(self, query: str, n: int, allowed: Optional[set[str]],
+                    chunks: dict[str, ChunkScore]) -> None:
+        vector = self.embed_query(query)
+        for cid, pid, sim, text in self.store.dense_search(vector, n, allowed):
+            entry = chunks.setdefault(cid, ChunkScore(cid, pid))
+            entry.dense, entry.text = sim, text
+        # Chunks found only by BM25 still need a dense similarity (for the relevance gate)
+        # and their text (for snippets): one batched read from Chroma.
+        missing = [c.chunk_id for c in chunks.values() if c.dense is None]
+        if missing:
+            res = self.store.collection.get(ids=missing, include=["embeddings", "documents"])
+            for cid, emb, doc in zip(res["ids"], res["embeddings"], res["documents"]):
+                chunks[cid].dense = float(np.dot(np.asarray(emb, dtype=np.float32), vector))
+                chunks[cid].text = doc
+
+    def _fuse(self, chunks: dict[str, ChunkScore], k: int, mode: str) -> list[Hit]:
+        if not chunks:
+            return []
+        rrf_k = self.settings.rrf_k
+        weights = {"dense": self.settings.dense_weight, "bm25": self.settings.bm25_weight}
+        chunk_score: dict[str, float] = {c: 0.0 for c in chunks}
+        paper_score: dict[str, float] = {}
+        for side, weight in weights.items():
+            if mode not in ("hybrid", side):
+                continue
+            ranked = sorted((c for c in chunks.values() if getattr(c, side) is not None
+                             and (side != "bm25" or c.bm25 > 0)),
+                            key=lambda c: -getattr(c, side))
+            seen_papers: set[str] = set()
+            for rank, c in enumerate(ranked):
+                chunk_score[c.chunk_id] += weight / (rrf_k + rank + 1)
+                if c.paper_id not in seen_papers:
+                    # a paper's rank on this side is the rank of its best chunk among papers
+                    paper_rank = len(seen_papers)
+                    seen_papers.add(c.paper_id)
+                    paper_score[c.paper_id] = (paper_score.get(c.paper_id, 0.0)
+                                               + weight / (rrf_k + paper_rank + 1))
+        best = sorted(paper_score, key=lambda p: -paper_score[p])[:k]
+        by_paper: dict[str, list[ChunkScore]] = {}
+        for c in chunks.values():
+            by_paper.setdefault(c.paper_id, []).append(c)
+        hits = []
+        for pid in best:
+            paper = self.store.paper(pid)
+            if paper is None:
+                continue
+            own = by_paper[pid]
+            top = max(own, key=lambda c: chunk_score[c.chunk_id])
+            snippet = top.text or self.store.chunk_texts([top.chunk_id]).get(top.chunk_id, "")
+            hits.append(Hit(
+                paper=paper, score=paper_score[pid], snippet=snippet,
+                bm25_score=max((c.bm25 or 0.0) for c in own),
+                dense_score=max((c.dense if c.dense is not None else -1.0) for c in own),
+                chunk_ids=[c.chunk_id for c in sorted(own, key=lambda c: -chunk_score[c.chunk_id])],
+            ))
+        return hits
