@@ -83,6 +83,30 @@ class Retriever:
     def _fuse(self, chunks: dict[str, ChunkScore], k: int, mode: str) -> list[Hit]:
         if not chunks:
             return []
+        if self.settings.fusion == "rrf":
+            paper_score, chunk_score = self._rrf_scores(chunks, mode)
+        else:
+            paper_score, chunk_score = self._convex_scores(chunks, mode)
+        return self._to_hits(chunks, paper_score, chunk_score, k)
+
+    def _convex_scores(self, chunks: dict[str, ChunkScore], mode: str):
+        """score = α·dense + (1-α)·bm25/max(bm25), per chunk; a paper takes its best chunk.
+
+        Unlike RRF this keeps how *much* better a hit is: a rare name that only BM25 finds
+        (an author, a method) still ranks first instead of being averaged away.
+        """
+        alpha = {"dense": 1.0, "bm25": 0.0}.get(mode, self.settings.hybrid_alpha)
+        bm25_max = max((c.bm25 or 0.0) for c in chunks.values()) or 1.0
+        chunk_score = {}
+        for c in chunks.values():
+            dense = c.dense if c.dense is not None else 0.0
+            chunk_score[c.chunk_id] = alpha * dense + (1 - alpha) * (c.bm25 or 0.0) / bm25_max
+        paper_score: dict[str, float] = {}
+        for c in chunks.values():
+            paper_score[c.paper_id] = max(paper_score.get(c.paper_id, -1e9), chunk_score[c.chunk_id])
+        return paper_score, chunk_score
+
+    def _rrf_scores(self, chunks: dict[str, ChunkScore], mode: str):
         rrf_k = self.settings.rrf_k
         weights = {"dense": self.settings.dense_weight, "bm25": self.settings.bm25_weight}
         chunk_score: dict[str, float] = {c: 0.0 for c in chunks}
@@ -102,6 +126,10 @@ class Retriever:
                     seen_papers.add(c.paper_id)
                     paper_score[c.paper_id] = (paper_score.get(c.paper_id, 0.0)
                                                + weight / (rrf_k + paper_rank + 1))
+        return paper_score, chunk_score
+
+    def _to_hits(self, chunks: dict[str, ChunkScore], paper_score: dict[str, float],
+                 chunk_score: dict[str, float], k: int) -> list[Hit]:
         best = sorted(paper_score, key=lambda p: -paper_score[p])[:k]
         by_paper: dict[str, list[ChunkScore]] = {}
         for c in chunks.values():

@@ -357,3 +357,11 @@ def test_openai_backend_unreachable_fails_fast(monkeypatch):
     with pytest.raises(BackendError):
         llm.chat(llm_mod.to_chat_messages(MESSAGES))
     assert time.perf_counter() - start < 10
+
+
+@needs_smol
+def test_prompt_longer_than_context_is_a_backend_error(smol):
+    too_long = [{"role": "user", "content": "word " * 3000}]  # > n_ctx=1024 tokens
+    with pytest.raises(BackendError, match="context"):
+        list(stream_chat_text(smol, too_long))
+    assert "".join(stream_chat_text(smol, MESSAGES)).strip()  # lock released, model fine

@@ -12,7 +12,7 @@ from typing import Optional
 
 from ..index import Store
 from ..types import Hit, Intent, Paper, Turn
-from .text import distinctive_tokens, idf, normalise, stems, term_in, terms
+from .text import distinctive_tokens, idf, normalise, stems, term_in, terms, words_of
 
 COMPARE_RE = re.compile(
     r"\b(compare|comparing|comparison|contrast|versus|vs\.?|differ|differs|difference|"
@@ -71,19 +71,21 @@ class CorpusTerms:
     df: dict[str, int]
     paper_stems: dict[str, set[str]]
     paper_norm: dict[str, str]
+    paper_words: dict[str, set[str]]
 
     @classmethod
     def build(cls, papers: dict[str, Paper]) -> "CorpusTerms":
         df: dict[str, int] = {}
-        paper_stems, paper_norm = {}, {}
+        paper_stems, paper_norm, paper_words = {}, {}, {}
         for pid, p in papers.items():
             text = paper_text(p)
             s = stems(text)
             paper_stems[pid] = s
             paper_norm[pid] = normalise(text)
+            paper_words[pid] = words_of(text)
             for t in s:
                 df[t] = df.get(t, 0) + 1
-        return cls(len(papers), df, paper_stems, paper_norm)
+        return cls(len(papers), df, paper_stems, paper_norm, paper_words)
 
     def weight(self, term: str) -> float:
         from .text import stem
@@ -95,8 +97,9 @@ class CorpusTerms:
         if not query_terms or paper_id not in self.paper_stems:
             return 0.0
         s, norm = self.paper_stems[paper_id], self.paper_norm[paper_id]
+        words = self.paper_words[paper_id]
         total = sum(self.weight(t) for t in query_terms)
-        found = sum(self.weight(t) for t in query_terms if term_in(t, s, norm))
+        found = sum(self.weight(t) for t in query_terms if term_in(t, s, norm, words))
         return found / total if total else 0.0
 
 

@@ -71,9 +71,37 @@ def stems(text: str) -> set[str]:
     return out
 
 
-def term_in(term: str, text_stems: set[str], text_norm: str) -> bool:
-    """A query term matches a text by stem, or as a whole hyphenated name, or all its parts."""
+def common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def near_form(term: str, words: set[str]) -> bool:
+    """Another form of the same word that stemming misses ("sycophancy" ~ "sycophantic")."""
+    if len(term) < 6:
+        return False
+    for w in words:
+        p = common_prefix(term, w)
+        if p >= 6 and p >= 0.75 * min(len(term), len(w)):
+            return True
+    return False
+
+
+def words_of(text: str) -> set[str]:
+    return set(TERM_RE.findall(normalise(text)))
+
+
+def term_in(term: str, text_stems: set[str], text_norm: str,
+            words: set[str] | None = None) -> bool:
+    """A query term matches a text by stem, as a whole hyphenated name, by all its parts,
+    or as a near form of one of its words."""
     if stem(term) in text_stems:
+        return True
+    if words is not None and "-" not in term and near_form(term, words):
         return True
     if "-" in term:
         if re.search(r"(?<![a-z0-9])" + re.escape(term) + r"(?![a-z0-9])", text_norm):
