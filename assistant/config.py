@@ -78,7 +78,7 @@ class Settings(BaseSettings):
     # clears these. Calibrated by benchmarks/calibrate_abstain.py, not on the dev questions.
     min_dense: float = 0.36
     min_lexical: float = 0.45
-    min_support: float = 0.22  # grounding: a cited sentence needs this much support
+    min_support: float = 0.3  # grounding: a cited sentence needs this much support
 
     def resolved_llm_api_key(self) -> Optional[str]:
         return self.llm_api_key or os.environ.get("OPENAI_API_KEY")

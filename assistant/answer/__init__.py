@@ -16,7 +16,7 @@ from ..types import Answer, Citation, Filters, Hit, Intent, Paper, Turn
 from . import compose
 from .ground import Grounder, SentenceEmbeddings, Source, best_sentences, renumber, MARKER_RE, parse_markers
 from .plan import (Planner, asks_for_authors, detect_intent, is_singular_question,
-                   mentions_area, ordinal_reference, previous_focus, previous_user_message,
+                   mentions_area, ordinal_references, previous_focus, previous_user_message,
                    refers_back)
 from .text import distinctive_tokens, normalise
 
@@ -113,9 +113,9 @@ class AnswerEngine:
         if not ids or not refers_back(message):
             return []
         papers = [p for p in (self.store.paper(i) for i in ids) if p is not None]
-        pick = ordinal_reference(message)
-        if pick is not None and pick < len(papers) and not re.search(r"\bcompare\b", message, re.I):
-            return [papers[pick]]
+        picks = [papers[i] for i in ordinal_references(message) if i < len(papers)]
+        if picks:
+            return picks
         # a message that names something else ("compare it with Top-W") keeps "it" as focus,
         # and the named thing is resolved separately
         return papers

@@ -155,9 +155,12 @@ class Grounder:
             if not terms(claim):
                 continue  # a bare "[2]" or filler: nothing to keep
             scored = {n: self.support(claim, s) for n, s in by_n.items()}
-            supported = [n for n in valid if scored[n][0] >= self.min_support]
+            best_n = max(scored, key=lambda n: scored[n][0]) if scored else None
+            top = scored[best_n][0] if best_n is not None else 0.0
+            # a marker stays when its paper supports the claim, and not far less than another does
+            supported = [n for n in valid if scored[n][0] >= self.min_support
+                         and scored[n][0] >= top - 0.25]
             if not supported:
-                best_n = max(scored, key=lambda n: scored[n][0]) if scored else None
                 if best_n is not None and scored[best_n][0] >= self.min_support:
                     supported = [best_n]  # right claim, wrong or missing number: re-point it
                 else:
@@ -175,8 +178,9 @@ class Grounder:
 def split_answer(text: str) -> list[str]:
     """Answer sentences; a marker right after the full stop belongs to the sentence before it."""
     text = " ".join(text.replace("\n", " ").split())
-    text = re.sub(r"([.!?])\s*((?:\[\d+(?:\s*[,;–-]\s*\d+)*\]\s*)+)", r" \2\1 ", text)
-    return [s for s in split_sentences(text) if s.strip()]
+    text = re.sub(r"([.!?])\s*((?:\[\d+(?:\s*[,;–-]\s*\d+)*\]\s*)+)",
+                  lambda m: " " + m.group(2).strip() + m.group(1) + " ", text)
+    return [s.strip() for s in split_sentences(text) if s.strip()]
 
 
 def fix_spacing(sentence: str) -> str:

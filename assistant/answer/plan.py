@@ -58,9 +58,10 @@ def previous_user_message(history: list[Turn]) -> str:
     return ""
 
 
-def ordinal_reference(message: str) -> Optional[int]:
-    m = re.search(r"\b(first|second|third|fourth|1st|2nd|3rd)\b", message, re.I)
-    return ORDINALS[m.group(1).lower()] if m else None
+def ordinal_references(message: str) -> list[int]:
+    """Positions named by ordinals ("the first and the second one" → [0, 1]), in order."""
+    found = re.findall(r"\b(first|second|third|fourth|1st|2nd|3rd)\b", message, re.I)
+    return list(dict.fromkeys(ORDINALS[f.lower()] for f in found))
 
 
 @dataclass
@@ -124,6 +125,7 @@ class Planner:
     _terms: Optional[CorpusTerms] = None
     _terms_revision: Optional[str] = None
     _author_index: dict[str, set[str]] = field(default_factory=dict)
+    _vocabulary: Optional[set[str]] = None
 
     def corpus_terms(self) -> CorpusTerms:
         papers = self.store.papers()
@@ -132,6 +134,7 @@ class Planner:
             self._terms = CorpusTerms.build(papers)
             self._terms_revision = key
             self._author_index = {}
+            self._vocabulary = None
             for pid, p in papers.items():
                 for a in p.authors:
                     self._author_index.setdefault(normalise(a), set()).add(pid)
@@ -161,6 +164,18 @@ class Planner:
             strength = h.dense_score + 0.5 * cov + (0.3 if (name_match or author_match) else 0.0)
             out.append(Relevance(h, cov, name_match or author_match, relevant, strength))
         return out
+
+    def known_term(self, term: str) -> bool:
+        """Does any paper of the corpus use this word (or another form of it)?"""
+        ct = self.corpus_terms()
+        from .text import near_form, stem
+
+        if ct.df.get(stem(term), 0) > 0:
+            return True
+        if self._vocabulary is None:
+            self._vocabulary = set().union(*ct.paper_words.values()) if ct.paper_words else set()
+        return near_form(term, self._vocabulary) or any(
+            term in words for words in ct.paper_words.values())
 
     def authors_named(self, query: str) -> list[str]:
         """Corpus author names that appear in the query (full name, or a distinctive surname)."""
@@ -194,6 +209,8 @@ class Planner:
         raw = re.findall(r"[A-Za-z]+", topic)
         if not topic_terms and not raw:
             return []
+        if any(not self.known_term(t) for t in topic_terms):
+            return []  # "quantum chemistry": a word the corpus never uses is not its Chemistry area
         cats = sorted({p.category for p in self.store.papers().values() if p.category})
         matched = []
         for cat in cats:
@@ -233,7 +250,7 @@ class Planner:
                       " ", body, flags=re.I)
         body = re.sub(r"[?.!]+$", "", body.strip())
         parts = [p.strip(" '\"“”") for p in SPLIT_TARGETS_RE.split(body) if p and p.strip(" '\"“”")]
-        return [p for p in parts if terms(p) and not FOLLOWUP_RE.fullmatch(p)]
+        return [p for p in parts if terms(p) and not FOLLOWUP_RE.search(p)]
 
 
 def is_singular_question(message: str) -> bool:

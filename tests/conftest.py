@@ -1,0 +1,153 @@
+"""Shared fixtures: a seeded store (read-only, one per session) and a real Chroma server.
+
+    seed_settings    Settings on a temporary store folder, llm_backend="none"
+    seed_assistant   PaperAssistant on seed_settings with the bundled seed corpus ingested once
+    chroma_server    "http://127.0.0.1:PORT" of a real `chroma run` server (session-scoped)
+    openai_server    re-exported from tests/llm_server.py when it defines it
+
+Tests that write must use their own store (tmp_path, see `make_settings` / `write_jsonl`), never
+the seeded one: it is shared by every test of the session.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from assistant.config import SEED_CORPUS, Settings  # noqa: E402
+
+try:  # owned by another file; shared here when it exists
+    from llm_server import openai_server  # noqa: F401,E402
+except ImportError:  # pragma: no cover - llm_server.py missing or without the fixture
+    pass
+
+VENV_BIN = Path(sys.executable).parent
+CHROMA_BIN = VENV_BIN / "chroma"
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def make_settings(store_dir: Path, **overrides) -> Settings:
+    """Settings for a private test store: no LLM, nothing read from a preset."""
+    return Settings(store_dir=Path(store_dir), llm_backend="none", **overrides)
+
+
+def write_jsonl(path: Path, records: Iterable[dict]) -> Path:
+    path = Path(path)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
+                    encoding="utf-8")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_chroma_server(path: os.PathLike | str, *, port: int | None = None,
+                        startup_timeout: float = 60.0) -> tuple[str, Callable[[], None]]:
+    """Start `chroma run --path PATH --host 127.0.0.1 --port PORT`; return (url, stop).
+
+    Waits until GET /api/v2/heartbeat answers; on exit or timeout raises RuntimeError with the
+    server's log. `stop()` terminates it (idempotent).
+    """
+    if not CHROMA_BIN.exists():
+        raise RuntimeError(f"the chroma console script is missing: {CHROMA_BIN}")
+    port = port or free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = tempfile.TemporaryFile(mode="w+b")
+    env = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
+    proc = subprocess.Popen(
+        [str(CHROMA_BIN), "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+    )
+
+    def read_log() -> str:
+        log.flush()
+        log.seek(0)
+        return log.read().decode("utf-8", "replace")[-8000:]
+
+    def stop() -> None:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=15)
+        if not log.closed:
+            log.close()
+
+    deadline = time.monotonic() + startup_timeout
+    while True:
+        if proc.poll() is not None:
+            text = read_log()
+            stop()
+            raise RuntimeError(f"chroma run exited with code {proc.returncode}:\n{text}")
+        try:
+            with urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=2) as resp:
+                if resp.status == 200:
+                    return url, stop
+        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+            pass
+        if time.monotonic() > deadline:
+            text = read_log()
+            stop()
+            raise RuntimeError(f"chroma run did not answer within {startup_timeout:g}s:\n{text}")
+        time.sleep(0.25)
+
+
+@contextlib.contextmanager
+def chroma_server_running(path: os.PathLike | str, **kwargs) -> Iterator[str]:
+    """Context manager form of `start_chroma_server`; yields the URL."""
+    url, stop = start_chroma_server(path, **kwargs)
+    try:
+        yield url
+    finally:
+        stop()
+
+
+# ----------------------------------------------------------------------------- fixtures
+
+@pytest.fixture(scope="session")
+def seed_settings(tmp_path_factory) -> Settings:
+    return make_settings(tmp_path_factory.mktemp("seed_store"))
+
+
+@pytest.fixture(scope="session")
+def seed_assistant(seed_settings):
+    """The seed corpus ingested once per session. Read-only: do not write to it."""
+    from assistant.library import PaperAssistant
+
+    pa = PaperAssistant(seed_settings)
+    reports = pa.ingest([SEED_CORPUS])
+    assert reports[0].papers == 20, reports
+    return pa
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory) -> Iterator[str]:
+    """URL (http://127.0.0.1:PORT) of a real Chroma server on a temporary folder."""
+    path = tmp_path_factory.mktemp("chroma_server")
+    try:
+        url, stop = start_chroma_server(path)
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        yield url
+    finally:
+        stop()

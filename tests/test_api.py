@@ -1,0 +1,259 @@
+"""The OpenAI-compatible API, driven by the official `openai` SDK against the real server.
+
+Answers come from the `none` backend (extracts, no model) over a temporary store holding the
+bundled corpus; the API's wire format, conversation handling and errors are what is tested.
+"""
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import httpx
+import openai
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from assistant import PaperAssistant, load_settings
+from assistant.api import MODEL_ID, create_router
+from assistant.index import StoreError
+from assistant.server import create_app
+
+KEY = "test-key-0123456789"
+BACKDOOR_Q = "Which paper studies backdoor attacks in federated learning?"
+BACKDOOR_AUTHOR = "Haichang Gao"
+CAUSALITY = "General Machine Learning · Causality"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LiveServer:
+    def __init__(self, app):
+        import uvicorn
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port,
+                                                    log_level="warning", access_log=False))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        deadline = time.time() + 60
+        while not self.server.started:
+            if time.time() > deadline or not self.thread.is_alive():
+                raise RuntimeError("server did not start")
+            time.sleep(0.05)
+        return self
+
+    def __exit__(self, *exc):
+        self.server.should_exit = True
+        self.thread.join(15)
+
+
+@pytest.fixture(scope="module")
+def pa(tmp_path_factory):
+    assistant = PaperAssistant(load_settings(llm_backend="none",
+                                             store_dir=tmp_path_factory.mktemp("api-store")))
+    assistant.ensure_corpus()
+    return assistant
+
+
+@pytest.fixture(scope="module")
+def server(pa):
+    with LiveServer(create_app(pa, api_key=KEY)) as live:
+        yield live
+
+
+@pytest.fixture()
+def client(server):
+    return openai.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0, timeout=60)
+
+
+def test_models_list_and_retrieve(client):
+    assert [m.id for m in client.models.list()] == [MODEL_ID]
+    assert client.models.retrieve(MODEL_ID).id == MODEL_ID
+    with pytest.raises(openai.NotFoundError):
+        client.models.retrieve("gpt-4o")
+
+
+def test_plain_completion_has_answer_and_citations(client):
+    r = client.chat.completions.create(model=MODEL_ID,
+                                       messages=[{"role": "system", "content": "Be brief."},
+                                                 {"role": "user", "content": BACKDOOR_Q}])
+    assert r.object == "chat.completion" and r.model == MODEL_ID
+    choice = r.choices[0]
+    assert choice.finish_reason == "stop" and choice.message.role == "assistant"
+    assert "backdoor" in choice.message.content and "[1]" in choice.message.content
+    citations = r.to_dict()["citations"]
+    assert citations[0]["number"] == 1
+    assert citations[0]["category"] == "Social Aspects · Security"
+    assert BACKDOOR_AUTHOR in citations[0]["authors"]
+    assert set(citations[0]) >= {"paper_id", "title", "authors", "category", "year"}
+    assert r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens > 0
+
+
+def test_streamed_completion_ends_with_citations(client):
+    stream = client.chat.completions.create(
+        model=MODEL_ID, stream=True, stream_options={"include_usage": True},
+        messages=[{"role": "user", "content": "Compare Top-W with Verbalized Sampling."}])
+    chunks = list(stream)
+    assert len(chunks) >= 4
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert chunks[1].to_dict().get("retrieved"), "the papers found come before the answer"
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert "|" in text and "Top-W" in text  # the comparison table
+    last = [c for c in chunks if c.choices][-1]
+    assert last.choices[0].finish_reason == "stop"
+    extra = last.to_dict()
+    assert [c["number"] for c in extra["citations"]] == [1, 2]
+    assert extra["answer"] == text.strip()  # extractive: what was streamed is the checked answer
+    assert extra["paper_assistant"]["streamed_text_replaced"] is False
+    assert chunks[-1].usage is not None and chunks[-1].choices == []
+
+
+def test_stream_is_server_sent_events_ending_with_done(server):
+    with httpx.stream("POST", server.url + "/v1/chat/completions", timeout=60,
+                      headers={"Authorization": f"Bearer {KEY}"},
+                      json={"model": MODEL_ID, "stream": True,
+                            "messages": [{"role": "user", "content": BACKDOOR_Q}]}) as r:
+        assert r.status_code == 200
+        assert r.headers["content-type"].startswith("text/event-stream")
+        lines = [line for line in r.iter_lines() if line]
+    assert all(line.startswith("data: ") for line in lines)
+    assert lines[-1] == "data: [DONE]"
+
+
+def _follow_up(client, first, echo_citations: bool):
+    assistant = {"role": "assistant", "content": first.choices[0].message.content}
+    if echo_citations:
+        assistant["citations"] = first.to_dict()["citations"]
+    return client.chat.completions.create(model=MODEL_ID, messages=[
+        {"role": "user", "content": BACKDOOR_Q}, assistant,
+        {"role": "user", "content": "Who wrote it?"}])
+
+
+@pytest.mark.parametrize("echo_citations", [True, False], ids=["citations-echoed", "text-only"])
+def test_multi_turn_follow_up_uses_the_history(client, echo_citations):
+    first = client.chat.completions.create(model=MODEL_ID,
+                                           messages=[{"role": "user", "content": BACKDOOR_Q}])
+    paper = first.to_dict()["citations"][0]["paper_id"]
+    second = _follow_up(client, first, echo_citations)
+    assert BACKDOOR_AUTHOR in second.choices[0].message.content
+    assert [c["paper_id"] for c in second.to_dict()["citations"]] == [paper]
+
+
+def test_follow_up_with_echoed_citations_of_an_edited_answer(client):
+    """A client that rewrote the answer text still keeps the focus through `citations`."""
+    first = client.chat.completions.create(model=MODEL_ID,
+                                           messages=[{"role": "user", "content": BACKDOOR_Q}])
+    r = client.chat.completions.create(model=MODEL_ID, messages=[
+        {"role": "user", "content": BACKDOOR_Q},
+        {"role": "assistant", "content": "(edited by the client)",
+         "citations": first.to_dict()["citations"]},
+        {"role": "user", "content": "Who wrote it?"}])
+    assert BACKDOOR_AUTHOR in r.choices[0].message.content
+
+
+def test_filters_mode_and_k_extensions(client):
+    r = client.chat.completions.create(
+        model=MODEL_ID, messages=[{"role": "user", "content": "Which paper uses federated learning?"}],
+        extra_body={"filters": {"categories": [CAUSALITY]}})
+    cites = r.to_dict()["citations"]
+    assert cites and all(c["category"] == CAUSALITY for c in cites)
+    r = client.chat.completions.create(
+        model=MODEL_ID, messages=[{"role": "user", "content": "causal inference"}],
+        extra_body={"mode": "summary", "k": 3})
+    assert r.to_dict()["paper_assistant"]["intent"] == "summary"
+
+
+def _error(exc_info) -> dict:
+    body = exc_info.value.response.json()
+    assert set(body) == {"error"} and set(body["error"]) == {"message", "type", "param", "code"}
+    return body["error"]
+
+
+@pytest.mark.parametrize("messages, extra", [
+    ([], {}),
+    ([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}], {}),
+    ([{"role": "user", "content": "   "}], {}),
+    ([{"role": "wizard", "content": "hi"}], {}),
+    ([{"role": "user", "content": 42}], {}),
+    ([{"role": "user", "content": "hi"}], {"k": "many"}),
+    ([{"role": "user", "content": "hi"}], {"mode": "poem"}),
+    ([{"role": "user", "content": "hi"}], {"filters": {"year_min": "last year"}}),
+], ids=["no-messages", "last-not-user", "empty", "bad-role", "bad-content", "bad-k", "bad-mode",
+        "bad-filter"])
+def test_bad_requests_are_400_in_openai_shape(client, messages, extra):
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model=MODEL_ID, messages=messages, extra_body=extra)
+    assert e.value.status_code == 400
+    err = _error(e)
+    assert err["type"] == "invalid_request_error" and err["message"]
+
+
+def test_malformed_json_and_wrong_body_type_are_400(server):
+    for content in (b"{not json", b"[1, 2]", b""):
+        r = httpx.post(server.url + "/v1/chat/completions", content=content, timeout=30,
+                       headers={"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"})
+        assert r.status_code == 400, content
+        assert r.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_missing_or_wrong_token_is_401(server):
+    wrong = openai.OpenAI(base_url=server.url + "/v1", api_key="not-the-key", max_retries=0)
+    with pytest.raises(openai.AuthenticationError) as e:
+        wrong.chat.completions.create(model=MODEL_ID, messages=[{"role": "user", "content": "hi"}])
+    assert _error(e)["code"] == "invalid_api_key"
+    with pytest.raises(openai.AuthenticationError):
+        wrong.models.list()
+    r = httpx.get(server.url + "/v1/models", timeout=30)
+    assert r.status_code == 401 and r.json()["error"]["code"] == "invalid_api_key"
+    assert r.headers["www-authenticate"] == "Bearer"
+    r = httpx.get(server.url + "/v1/models", headers={"Authorization": f"Basic {KEY}"}, timeout=30)
+    assert r.status_code == 401
+    assert KEY not in r.text
+
+
+def test_healthz_needs_no_token(server, pa):
+    r = httpx.get(server.url + "/healthz", timeout=30)
+    assert r.status_code == 200 and r.json() == {"status": "ok", "papers": pa.stats()["papers"]}
+    assert r.json()["papers"] == 20
+
+
+class BrokenStore:
+    """A PaperAssistant whose store is down."""
+
+    def stats(self):
+        raise StoreError("chroma server unreachable")
+
+    def ask(self, *a, **k):
+        raise StoreError("chroma server unreachable")
+
+    def ask_stream(self, *a, **k):
+        raise StoreError("chroma server unreachable")
+
+
+def test_backend_down_is_503():
+    app = FastAPI()
+    app.include_router(create_router(BrokenStore()))
+    with TestClient(app) as tc:
+        body = {"model": MODEL_ID, "messages": [{"role": "user", "content": "hi"}]}
+        for stream in (False, True):
+            r = tc.post("/v1/chat/completions", json={**body, "stream": stream})
+            assert r.status_code == 503, stream
+            assert r.json()["error"]["type"] == "server_error"
+            assert r.json()["error"]["code"] == "backend_unavailable"
+        assert tc.get("/healthz").status_code == 503
+
+
+def test_no_key_configured_means_open_api_on_loopback(pa):
+    app = FastAPI()
+    app.include_router(create_router(pa))
+    with TestClient(app) as tc:
+        assert tc.get("/v1/models").status_code == 200

@@ -1,0 +1,314 @@
+"""The Gradio page: its `/chat` API through gradio_client, and the real page in headless Chromium.
+
+The server is the real one (assistant.server.create_app under uvicorn) over a temporary store
+with the bundled corpus, answering with the `none` backend (extracts, no model), so the page's
+behaviour is tested, not the model's prose. Browser tests need Debian's /usr/bin/chromium
+(`make browser`); Playwright never downloads a browser.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from assistant import PaperAssistant, load_settings
+from assistant.server import create_app
+from assistant.types import Citation
+from assistant.ui import (bib_escape, bibtex_entries, bibtex_key, link_markers, make_filters,
+                          sources_panel)
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+CAUSALITY = "General Machine Learning · Causality"
+
+GOOD_JSONL = [
+    {"id": "ui-test-1", "title": "Gradient Surgery for Sparse Mixture-of-Experts Routing",
+     "authors": ["Ada Lovelace", "Alan Turing"], "category": "Optimization · Testing", "year": 2024,
+     "abstract": "We study routing collapse in sparse mixture-of-experts models and propose gradient "
+                 "surgery, a projection of conflicting expert gradients that keeps routing balanced."},
+    {"id": "ui-test-2", "title": "Tidal Forecasting with Graph Neural Operators",
+     "authors": ["Grace Hopper"], "category": "Optimization · Testing", "year": 2023,
+     "abstract": "Graph neural operators forecast coastal tides from sparse gauge stations, "
+                 "outperforming harmonic analysis on a decade of tide-gauge records."},
+]
+
+
+# ----------------------------------------------------------------------------- fixtures
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LiveServer:
+    """The real app under uvicorn in a background thread, on a free loopback port."""
+
+    def __init__(self, app):
+        import uvicorn
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/"
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port,
+                                                    log_level="warning", access_log=False))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        deadline = time.time() + 60
+        while not self.server.started:
+            if time.time() > deadline or not self.thread.is_alive():
+                raise RuntimeError("server did not start")
+            time.sleep(0.05)
+        return self
+
+    def __exit__(self, *exc):
+        self.server.should_exit = True
+        self.thread.join(15)
+
+
+@pytest.fixture(scope="module")
+def pa(tmp_path_factory):
+    store = tmp_path_factory.mktemp("ui-store")
+    assistant = PaperAssistant(load_settings(llm_backend="none", store_dir=store))
+    assistant.ensure_corpus()
+    return assistant
+
+
+@pytest.fixture(scope="module")
+def server(pa):
+    with LiveServer(create_app(pa)) as live:
+        yield live
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (`make browser`) "
+                    f"for the browser tests")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture()
+def page(browser, server):
+    context = browser.new_context(viewport={"width": 1400, "height": 1050})
+    pg = context.new_page()
+    pg.set_default_timeout(30_000)
+    outside = []
+    pg.on("request", lambda r: outside.append(r.url)
+          if not r.url.startswith((server.url, "data:", "blob:")) else None)
+    pg.goto(server.url)
+    pg.wait_for_selector("#pa-input textarea")
+    yield pg
+    context.close()
+    assert not outside, f"the page fetched from outside the server: {outside}"
+
+
+def ask(page, question: str) -> dict:
+    """Type a question, press Enter; return timings and wait for the final source cards."""
+    n_before = page.locator("#pa-chat .message-wrap [data-testid='bot']").count()
+    page.fill("#pa-input textarea", question)
+    t0 = time.perf_counter()
+    page.press("#pa-input textarea", "Enter")
+    page.wait_for_selector("#pa-sources .found, #pa-sources .latest .src-card")
+    t_sources = time.perf_counter() - t0
+    page.wait_for_function(
+        "n => document.querySelectorAll('#pa-chat [data-testid=\"bot\"]').length > n", arg=n_before)
+    t_text = time.perf_counter() - t0
+    page.wait_for_selector("#pa-status:has-text('done in')")
+    page.wait_for_selector("#pa-sources .latest .src-card")
+    return {"sources": t_sources, "text": t_text, "final": time.perf_counter() - t0}
+
+
+# ----------------------------------------------------------------------------- pure helpers
+
+def test_link_markers_only_links_cited_numbers():
+    text = "A claim [1]. Another [2][3]. Not a source [7]. A link [x](y)."
+    out = link_markers(text, 4, [1, 2, 3])
+    assert '<a href="#src-4-1" class="cite"' in out
+    assert 'href="#src-4-2"' in out and 'href="#src-4-3"' in out
+    assert "[7]" in out and "#src-4-7" not in out
+
+
+def test_bibtex_export_round_trips_through_the_corpus_reader(tmp_path):
+    cites = [
+        Citation(number=1, paper_id="p1", title="Top-W: {Geometry} aware truncation",
+                 authors=["Arash Gholamidavoodi", "Navid Rezazadeh"], category="Deep Learning · LLMs",
+                 year=2025, title_is_derived=False, evidence="x"),
+        Citation(number=2, paper_id="p2", title="Federated learning backdoors",
+                 authors=["zhixuan ma"], category="Social Aspects · Security", title_is_derived=True),
+        Citation(number=1, paper_id="p1", title="dup", authors=[]),  # same paper again: once
+    ]
+    bib = bibtex_entries(cites)
+    assert bib.count("@misc{") == 2
+    assert bibtex_key(cites[0]) == "gholamidavoodi2025topw"
+    assert "author = {Arash Gholamidavoodi and Navid Rezazadeh}" in bib
+    assert r"\{Geometry\}" in bib and bib_escape("a{b}\\") == r"a\{b\}\textbackslash{}"
+    assert "keywords = {Social Aspects · Security}" in bib
+    path = tmp_path / "refs.bib"
+    path.write_text(bib, encoding="utf-8")
+    from assistant.corpus import read_papers
+
+    # the reader needs abstracts; add them to check that the rest of each entry parses
+    path.write_text(bib.replace("  title =", "  abstract = {An abstract.},\n  title ="), "utf-8")
+    papers = list(read_papers(path))
+    assert [p.authors for p in papers] == [["Arash Gholamidavoodi", "Navid Rezazadeh"], ["zhixuan ma"]]
+    assert papers[0].year == 2025
+
+
+def test_filters_from_controls():
+    assert make_filters([], [], None, None) is None
+    assert make_filters([], [], 0, 0) is None  # empty number boxes
+    f = make_filters([CAUSALITY], "Josse", 2020, None)
+    assert f.categories == [CAUSALITY] and f.authors == ["Josse"] and f.year_min == 2020
+
+
+def test_sources_panel_shows_found_papers_while_waiting(pa):
+    hits = pa.search("federated learning backdoor", k=3)
+    html = sources_panel([], hits, pending="Found 3 papers — writing the answer…")
+    assert "Found 3 papers" in html and html.count("<li>") == 3
+
+
+# ----------------------------------------------------------------------------- gradio_client
+
+def test_gradio_client_chat_endpoint_with_follow_up(server):
+    from gradio_client import Client
+
+    client = Client(server.url, verbose=False)
+    first = client.predict("Which paper studies backdoor attacks in federated learning?",
+                           api_name="/chat")
+    assert re.search(r"\[1\]", first["answer"])
+    cited = first["citations"][0]
+    assert cited["category"] == "Social Aspects · Security" and cited["evidence"]
+    follow = client.predict("Who wrote it?", history=first["history"], api_name="/chat")
+    assert "Haichang Gao" in follow["answer"]
+    assert [c["paper_id"] for c in follow["citations"]] == [cited["paper_id"]]
+    assert len(follow["history"]) == 4
+    filtered = client.predict("Which paper uses federated learning?", categories=[CAUSALITY],
+                              api_name="/chat")
+    assert filtered["citations"] and all(c["category"] == CAUSALITY for c in filtered["citations"])
+
+
+# ----------------------------------------------------------------------------- browser
+
+@pytest.mark.browser
+def test_page_answers_with_marker_linked_to_its_source_card(page, pa):
+    assert "none (extracts only)" in page.inner_text("#pa-backend")
+    timings = ask(page, "Which paper studies backdoor attacks in federated learning?")
+    bot = page.locator("#pa-chat [data-testid='bot']").last
+    assert "vulnerable to backdoor attacks" in bot.inner_text()
+    marker = bot.locator("a[href^='#src-']").first
+    assert marker.inner_text() == "[1]"
+    card = page.locator("#src-1-1")
+    assert "Social Aspects · Security" in card.inner_text()
+    assert card.locator("mark").inner_text().strip()  # the supporting sentence, highlighted
+    assert card.locator(".label-badge").count() == 1  # the seed corpus has no titles: a label
+    # scroll the panel away from the card, then click the marker: the card comes into view
+    page.evaluate("document.querySelector('#sources-panel').scrollTop = 0")
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+    marker.click()
+    page.wait_for_function("document.querySelector('#src-1-1').classList.contains('src-flash')")
+    assert card.is_visible()
+    page.wait_for_function("""() => { const r = document.querySelector('#src-1-1').getBoundingClientRect();
+                                      return r.top >= 0 && r.bottom <= window.innerHeight; }""")
+    assert page.url.rstrip("/") == page.url.rstrip("/").split("#")[0]  # no navigation
+    print(f"\nbrowser timings (none backend): {json.dumps({k: round(v, 2) for k, v in timings.items()})}")
+
+
+@pytest.mark.browser
+def test_page_compare_renders_a_table_follow_up_and_exports(page):
+    timings = ask(page, "Summarize the papers on causal inference.")
+    assert page.locator("#pa-sources .latest .src-card").count() >= 2
+    ask(page, "Compare Top-W with Verbalized Sampling.")
+    bot = page.locator("#pa-chat [data-testid='bot']").last
+    table = bot.locator("table")
+    assert table.count() == 1 and "Top-W" in table.inner_text()
+    assert table.locator("a[href^='#src-2-']").count() >= 2
+    # earlier answers' sources stay, folded; their markers still reach their cards
+    assert page.locator("#pa-sources details.turn-sources").count() == 1
+    first_answer_marker = page.locator("#pa-chat [data-testid='bot']").first.locator("a[href^='#src-1-']").first
+    first_answer_marker.click()
+    page.wait_for_function("document.querySelector('#src-1-1').closest('details').open")
+    # copy as Markdown: answer + numbered references
+    page.click("text=Copy the last answer as Markdown")
+    md = page.locator("#pa-markdown textarea").input_value()
+    assert "**References**" in md and "[1]" in md and "[2]" in md
+    # BibTeX of every paper cited in the conversation
+    with page.expect_download() as dl:
+        page.click("#pa-bib")
+    bib = Path(dl.value.path()).read_text("utf-8")
+    assert bib.count("@misc{") >= 4 and "author = {" in bib
+    # status shows the timings (first visible sources, first words, total)
+    assert "sources in" in page.inner_text("#pa-status")
+    page.locator("#pa-chat").scroll_into_view_if_needed()
+    DOCS.mkdir(exist_ok=True)
+    page.screenshot(path=str(DOCS / "screenshot.png"), full_page=False)
+    # a new conversation starts empty
+    page.click("#pa-new")
+    page.wait_for_function("document.querySelectorAll('#pa-chat [data-testid=\"bot\"]').length == 0")
+    assert page.locator("#pa-sources .src-card").count() == 0
+    print(f"\nbrowser timings summary (none backend): {json.dumps({k: round(v, 2) for k, v in timings.items()})}")
+
+
+@pytest.mark.browser
+def test_page_category_filter_limits_the_cited_papers(page):
+    page.click("#pa-categories input")
+    page.fill("#pa-categories input", "Causality")
+    page.click(f"#pa-categories li[aria-label='{CAUSALITY}']")
+    page.keyboard.press("Escape")
+    ask(page, "Which paper uses federated learning?")
+    cards = page.locator("#pa-sources .latest .src-card")
+    assert cards.count() >= 1
+    for i in range(cards.count()):
+        assert CAUSALITY in cards.nth(i).locator(".src-meta").inner_text()
+
+
+def _papers_shown(page) -> int:
+    return int(page.inner_text("#pa-stats [data-stat='papers']"))
+
+
+@pytest.mark.browser
+def test_corpus_upload_good_file_then_bad_file(page, tmp_path):
+    page.click("button[role='tab']:has-text('Corpus')")
+    before = _papers_shown(page)
+    good = tmp_path / "more_papers.jsonl"
+    good.write_text("\n".join(json.dumps(r) for r in GOOD_JSONL) + "\n", encoding="utf-8")
+    page.set_input_files("#pa-upload input[type='file']", str(good))
+    page.wait_for_selector("#pa-upload :text('more_papers.jsonl')")
+    page.click("#pa-upload-btn")
+    page.wait_for_selector("#pa-upload-status .ok", timeout=60_000)
+    assert _papers_shown(page) == before + 2
+    assert "more_papers.jsonl: 2 papers" in page.inner_text("#pa-upload-status").replace("Added ", "")
+    # the filters now offer the new category
+    page.click("button[role='tab']:has-text('Chat')")
+    page.click("#pa-categories input")
+    page.fill("#pa-categories input", "Testing")
+    assert page.locator("#pa-categories li[aria-label='Optimization · Testing']").count() == 1
+    page.keyboard.press("Escape")
+
+    page.click("button[role='tab']:has-text('Corpus')")
+    bad = tmp_path / "broken.jsonl"
+    bad.write_text(json.dumps({"id": "ok-1", "title": "Fine", "abstract": "A fine abstract."}) + "\n"
+                   + '{"id": "bad", "title": "Broken", "abstract": \n', encoding="utf-8")
+    page.locator("#pa-upload button[aria-label='Clear']").first.click()
+    page.set_input_files("#pa-upload input[type='file']", str(bad))
+    page.wait_for_selector("#pa-upload :text('broken.jsonl')")
+    page.click("#pa-upload-btn")
+    page.wait_for_selector("#pa-upload-status .err", timeout=60_000)
+    message = page.inner_text("#pa-upload-status")
+    assert re.search(r"broken\.jsonl:2: ", message), message
+    assert "Nothing from this file was added" in message
+    assert _papers_shown(page) == before + 2  # unchanged by the bad file
