@@ -17,7 +17,8 @@ may echo the `citations` (or `paper_ids`) it came with; if it does not, the serv
 from its memory of its recent answers (keyed by the answer text), so a standard client echoing
 only the text keeps the focus. System messages are accepted and ignored. Optional non-standard
 request fields: `mode` ("auto"|"question"|"summary"|"compare"), `filters` ({categories, authors, year_min,
-year_max}) and `k`.
+year_max}) and `k`. Any `model` name is accepted (clients often send their default); responses
+name "paper-assistant".
 
 Streaming: the first chunk carries the role, a second one (empty delta) a non-standard
 `retrieved` list of the papers found, then the answer's text deltas as the model writes them.
@@ -26,7 +27,8 @@ chunk carries the checked text as `answer` along with `citations`; when the chec
 continues what was streamed, the rest is sent as ordinary deltas first.
 
 Errors use OpenAI's shape {"error": {"message", "type", "param", "code"}}: 400 bad input,
-401 missing/wrong bearer token, 404 unknown route model, 503 store/back end unavailable.
+401 missing/wrong bearer token, 404 unknown model (GET /v1/models/{id}), 503 store or back end
+unavailable, 500 anything else (no traceback is sent).
 """
 from __future__ import annotations
 

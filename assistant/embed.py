@@ -41,14 +41,21 @@ def minilm_tokenizer():
     return tok
 
 
+@lru_cache(maxsize=1)
+def _counting_tokenizer():
+    """A second tokenizer that never truncates nor pads, only for counting: the embedding
+    tokenizer's settings are never touched, so threads embedding meanwhile are unaffected."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(DATA_DIR / "minilm_tokenizer.json"))
+    tok.no_truncation()
+    tok.no_padding()
+    return tok
+
+
 def count_tokens(text: str) -> int:
     """Word-piece tokens of `text` under the embedding model (without [CLS]/[SEP])."""
-    tok = minilm_tokenizer()
-    tok.no_truncation()
-    try:
-        return len(tok.encode(text, add_special_tokens=False).ids)
-    finally:
-        tok.enable_truncation(MINILM_MAX_TOKENS)
+    return len(_counting_tokenizer().encode(text, add_special_tokens=False).ids)
 
 
 def _onnx_model_path() -> Path:

@@ -67,27 +67,29 @@ class Chunker:
 
     chunk_tokens: int = 200
     overlap_tokens: int = 40
-    _splitter: object = field(default=None, repr=False)
+    _splitters: dict = field(default_factory=dict, repr=False)
 
-    def _get_splitter(self):
-        if self._splitter is None:
+    def _get_splitter(self, size: int):
+        if size not in self._splitters:
             from llama_index.core.node_parser import SentenceSplitter
 
             def tokenize(text: str) -> list[int]:
                 return [0] * count_tokens(text)
 
-            self._splitter = SentenceSplitter(
-                chunk_size=self.chunk_tokens, chunk_overlap=self.overlap_tokens,
+            self._splitters[size] = SentenceSplitter(
+                chunk_size=size, chunk_overlap=min(self.overlap_tokens, size // 4),
                 tokenizer=tokenize,
             )
-        return self._splitter
+        return self._splitters[size]
 
     def chunk(self, paper: Paper) -> list[Chunk]:
-        budget = MINILM_MAX_TOKENS - 2 - count_tokens(paper.title + ". ")
-        if count_tokens(paper.abstract) <= max(budget, self.chunk_tokens):
+        # every window is embedded after "title. ": the title's tokens come out of the 256
+        budget = max(MINILM_MAX_TOKENS - 2 - count_tokens(paper.title + ". "), 32)
+        if count_tokens(paper.abstract) <= budget:
             texts = [paper.abstract]
         else:
-            texts = [t for t in self._get_splitter().split_text(paper.abstract) if t.strip()]
+            splitter = self._get_splitter(min(self.chunk_tokens, budget))
+            texts = [t for t in splitter.split_text(paper.abstract) if t.strip()]
         return [Chunk(chunk_id=f"{paper.paper_id}::{i}", paper_id=paper.paper_id, index=i, text=t)
                 for i, t in enumerate(texts)]
 
@@ -96,7 +98,7 @@ def content_hash(paper: Paper, chunk: Chunk) -> str:
     """Changes whenever what is stored for the chunk would change.
 
     Chunk 0 carries the whole paper record, so its hash covers the whole paper."""
-    fields = [paper.model_dump_json()] if chunk.index == 0 else [
+    fields = [paper.model_dump_json(exclude={"source"})] if chunk.index == 0 else [
         paper.title, paper.authors, paper.category, paper.year]
     payload = json.dumps([*fields, chunk.text], ensure_ascii=False)
     return hashlib.sha1(payload.encode("utf-8")).hexdigest()[:16]
@@ -222,7 +224,7 @@ def open_chroma_client(settings: Settings):
 class Store:
     """The persisted corpus: papers, chunks, vectors, BM25. Thread-safe for readers."""
 
-    def __init__(self, settings: Settings, embedder=None):
+    def __init__(self, settings: Settings, embedder=None, rebuild: bool = False):
         self.settings = settings
         self.embedder = embedder or make_embedder(settings)
         self.chunker = Chunker(settings.chunk_tokens, settings.chunk_overlap_tokens)
@@ -231,11 +233,14 @@ class Store:
             settings.collection,
             metadata={"hnsw:space": "cosine"},
         )
-        self._check_manifest()
         self._lock = threading.RLock()
         self._cache_revision: Optional[str] = None
         self._bm25: Optional[Bm25Index] = None
         self._papers: dict[str, Paper] = {}
+        if rebuild:  # `ingest --rebuild`: whatever model built the store, start it afresh
+            self.delete_all()
+        else:
+            self._check_manifest()
 
     # -- manifest
     @property
@@ -276,6 +281,9 @@ class Store:
         # Re-read: a Collection object caches its metadata, and another process (an ingest
         # running beside the server) may have written since.
         fresh = self.client.get_collection(self.settings.collection)
+        # Follow it: a collection deleted and re-created elsewhere (`ingest --rebuild` beside a
+        # running server) has a new id, and the old Collection object would fail every query.
+        self.collection = fresh
         return str((fresh.metadata or {}).get("revision", ""))
 
     def location(self) -> str:
@@ -306,6 +314,8 @@ class Store:
             ids = [p.paper_id for p in papers]
             existing = self.collection.get(where={"paper_id": {"$in": ids}}, include=["metadatas"])
             old_hash = {cid: m.get("hash") for cid, m in zip(existing["ids"], existing["metadatas"])}
+            old_record = {cid: m.get("paper") for cid, m in zip(existing["ids"], existing["metadatas"])}
+            relabel_ids, relabel_meta = [], []
             old_papers = {m["paper_id"] for m in existing["metadatas"]}
 
             new_ids, new_docs, new_meta, to_embed = [], [], [], []
@@ -316,6 +326,11 @@ class Store:
                     digest = content_hash(paper, chunk)
                     keep.add(chunk.chunk_id)
                     if old_hash.get(chunk.chunk_id) == digest:
+                        # same content from another place (line moved, other file): keep the
+                        # vector, refresh the stored record's `source`
+                        if chunk.index == 0 and old_record.get(chunk.chunk_id) != paper.model_dump_json():
+                            relabel_ids.append(chunk.chunk_id)
+                            relabel_meta.append(chunk_metadata(paper, chunk, digest))
                         continue
                     changed = True
                     new_ids.append(chunk.chunk_id)
@@ -333,6 +348,8 @@ class Store:
             if stale:
                 self.collection.delete(ids=stale)
                 report.chunks_removed = len(stale)
+            if relabel_ids:
+                self.collection.update(ids=relabel_ids, metadatas=relabel_meta)
             if new_ids:
                 vectors = embed_texts(self.embedder, to_embed, self.settings.embed_batch_size)
                 self.collection.upsert(ids=new_ids, documents=new_docs, metadatas=new_meta,
@@ -444,6 +461,7 @@ class Store:
     def dense_search(self, query_vector: np.ndarray, n: int,
                      allowed: Optional[set[str]] = None) -> list[tuple[str, str, float, str]]:
         """(chunk_id, paper_id, cosine similarity, chunk text), best first."""
+        self._ensure_cache()  # also picks up a collection re-created by another process
         count = self.collection.count()
         if count == 0 or (allowed is not None and not allowed):
             return []
@@ -464,8 +482,8 @@ class Store:
         return dict(zip(res["ids"], res["documents"]))
 
     def stats(self) -> dict:
+        papers = self.papers()  # first: refreshes the collection (and its metadata)
         meta = self._collection_meta()
-        papers = self.papers()
         return {
             "papers": len(papers),
             "chunks": self.collection.count(),

@@ -55,7 +55,11 @@ class PaperAssistant:
     def ingest(self, paths: Iterable[Path | str], skip_bad: bool = False, rebuild: bool = False,
                progress_factory=None) -> list[FileReport]:
         if rebuild:
-            self.store.delete_all()
+            with self._lock:
+                if self._store is None:  # opening it normally would raise StoreMismatch
+                    self._store = Store(self.settings, rebuild=True)
+                else:
+                    self._store.delete_all()
         return ingest_paths(self.store, [Path(p) for p in paths], skip_bad, progress_factory)
 
     def ensure_corpus(self, progress_factory=None) -> Optional[list[FileReport]]:

@@ -110,7 +110,7 @@ def _display_url(host: str, port: int) -> str:
 def serve(host: str = "127.0.0.1", port: int = 7860, auth: Optional[str] = None,
           no_auth: bool = False, api_key: Optional[str] = None,
           settings: Optional[Settings] = None, pa: Optional[PaperAssistant] = None,
-          log_level: str = "warning") -> None:
+          log_level: str = "warning", progress_factory=None) -> None:
     """Index the bundled corpus if the store is empty, then serve page + API until interrupted.
 
     Raises ServeError (before anything is loaded or bound) when the binding is unsafe."""
@@ -123,7 +123,7 @@ def serve(host: str = "127.0.0.1", port: int = 7860, auth: Optional[str] = None,
 
     pa = pa or PaperAssistant(settings or load_settings())
     settings = pa.settings
-    reports = pa.ensure_corpus()
+    reports = pa.ensure_corpus(progress_factory=progress_factory)
     if reports:
         print(f"indexed the bundled demo corpus: {sum(r.papers for r in reports)} papers", flush=True)
     papers = pa.stats()["papers"]

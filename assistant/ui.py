@@ -4,8 +4,9 @@
     blocks = build_ui(pa, settings)      # mounted at "/" by assistant.server.create_app
 
 One `PaperAssistant` serves every browser session; each session keeps its own conversation in a
-`gr.State`. The page looks (CSS), behaves (marker clicks → source cards) and is themed through
-`CSS`, `HEAD` and `THEME`, which `gr.mount_gradio_app` takes (Gradio 6 moved them off `Blocks`).
+`gr.State`. The page's style (`CSS`), its marker-click script (`HEAD`: a click on `[n]` brings
+source card `src-<turn>-<n>` into view) and theme (`make_theme()`) are handed to
+`gr.mount_gradio_app`, which takes them in Gradio 6 (they moved off `gr.Blocks`).
 
 Besides the page's own events, one public Gradio API endpoint is registered, `/chat`
 (see `api_chat`), so scripts can use the same server through `gradio_client`.
@@ -18,6 +19,7 @@ import re
 import tempfile
 import time
 import unicodedata
+import uuid
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional, Sequence
@@ -124,7 +126,7 @@ def _shorten_left(text: str, words: int) -> str:
 
 def source_card(turn: int, c: Citation, snippet: str = "") -> str:
     extra = ""
-    if c.url:
+    if c.url and c.url.lower().startswith(("http://", "https://")):  # never javascript: etc.
         extra = f' · <a href="{esc(c.url)}" target="_blank" rel="noopener noreferrer">link</a>'
     return (
         f'<div class="src-card" id="src-{turn}-{c.number}" data-paper-id="{esc(c.paper_id)}">'
@@ -295,10 +297,13 @@ def make_filters(categories: Optional[Sequence[str]] = None, authors: Any = None
         categories = [categories] if categories else []
 
     def year(v):
-        try:
-            return int(v) if v not in (None, "") and int(v) > 0 else None  # 0/empty: any year
-        except (TypeError, ValueError):
+        if v is None or (isinstance(v, str) and not v.strip()):
             return None
+        try:
+            n = int(str(v).strip())
+        except ValueError:
+            raise gr.Error(f"a year must be a number, not {v!r}") from None
+        return n if n > 0 else None  # 0: any year
 
     f = Filters(categories=list(categories or []), authors=list(authors or []),
                 year_min=year(year_min), year_max=year(year_max))
@@ -356,15 +361,16 @@ def citation_json(c: Citation) -> dict:
 
 
 def new_session() -> dict:
-    return {"turns": [], "records": [], "messages": [], "bib": None}
+    return {"sid": uuid.uuid4().hex, "turns": [], "records": [], "messages": [], "bib": None}
 
 
 # ----------------------------------------------------------------------------- the page
 
 CSS = """
 .gradio-container { max-width: 1400px !important; }
-#pa-header { display: flex; align-items: baseline; justify-content: space-between; flex-wrap: wrap;
+#pa-header { display: flex; align-items: center; justify-content: space-between; flex-wrap: wrap;
   gap: 6px 18px; padding: 4px 2px 0 2px; }
+#pa-header > div:first-child { flex: 1 1 560px; }
 #pa-header h1 { font-size: 1.55rem; margin: 0; font-weight: 700; letter-spacing: -0.01em; }
 #pa-header .sub { color: var(--body-text-color-subdued); font-size: 0.95rem; margin-top: 2px; }
 #pa-header .backend { font-size: 0.85rem; padding: 3px 10px; border-radius: 999px;
@@ -496,6 +502,7 @@ def build_ui(pa, settings: Optional[Settings] = None) -> gr.Blocks:
         if not message:
             yield (gr.skip(),) * 7
             return
+        filters = make_filters(categories, authors, year_min, year_max)  # gr.Error on bad input
         t0 = time.perf_counter()
         turn = len(session["records"]) + 1
         records = session["records"]
@@ -504,7 +511,6 @@ def build_ui(pa, settings: Optional[Settings] = None) -> gr.Blocks:
         yield ("", messages, sources_panel(records, pending="Searching the papers…"),
                "Searching…", session, gr.skip(), gr.skip())
 
-        filters = make_filters(categories, authors, year_min, year_max)
         found: list[Hit] = []
         streamed = ""
         final: Optional[Answer] = None
@@ -539,7 +545,7 @@ def build_ui(pa, settings: Optional[Settings] = None) -> gr.Blocks:
             log.exception("answering failed")
             messages[-1] = {"role": "assistant",
                             "content": f"⚠ Sorry, the question could not be answered: "
-                                       f"{type(exc).__name__}: {exc}"}
+                                       f"{type(exc).__name__}: {str(exc)[:300]}"}
             session = {**session, "messages": messages}
             yield (gr.skip(), messages, sources_panel(records), "⚠ Error", session,
                    gr.skip(), gr.skip())
@@ -558,10 +564,11 @@ def build_ui(pa, settings: Optional[Settings] = None) -> gr.Blocks:
         turns = session["turns"] + [Turn(role="user", content=message), final.as_turn()]
         all_cites = [c for r in records for c in r["citations"]]
         bib_path = None
-        if all_cites:
-            bib_path = bib_dir / f"references-{id(session):x}-{turn}.bib"
+        if all_cites:  # one file per session, rewritten after each answer
+            bib_path = bib_dir / session.get("sid", uuid.uuid4().hex) / "references.bib"
+            bib_path.parent.mkdir(exist_ok=True)
             bib_path.write_text(bibtex_entries(all_cites), encoding="utf-8")
-        session = {"turns": turns, "records": records, "messages": messages,
+        session = {**session, "turns": turns, "records": records, "messages": messages,
                    "bib": str(bib_path) if bib_path else None}
         timing = [f"{len(final.citations)} cited of {len(found)} found"]
         if found_at is not None:
@@ -670,8 +677,10 @@ def build_ui(pa, settings: Optional[Settings] = None) -> gr.Blocks:
                 "notices": answer.notices, "backend": answer.backend, "history": new_history}
 
     # ------------------------------------------------------------------ layout
-    with gr.Blocks(title="Paper Assistant", analytics_enabled=False) as demo:
-        session = gr.State(new_session())
+    # delete_cache: uploaded corpora and exported .bib files older than a day are removed hourly
+    with gr.Blocks(title="Paper Assistant", analytics_enabled=False,
+                   delete_cache=(3600, 86400)) as demo:
+        session = gr.State(new_session)  # called per page load: each session its own
         gr.HTML(
             f'<div id="pa-header"><div><h1>Paper Assistant</h1>'
             f'<div class="sub">Ask about the papers in the collection, get a summary of a topic, or '
@@ -686,7 +695,7 @@ def build_ui(pa, settings: Optional[Settings] = None) -> gr.Blocks:
                     with gr.Column(scale=7, min_width=420):
                         chatbot = gr.Chatbot(
                             elem_id="pa-chat", label="Conversation", height=560,
-                            show_label=False, layout="bubble", buttons=["copy"],
+                            show_label=False, layout="bubble", buttons=[],
                             feedback_options=None, sanitize_html=True,
                             latex_delimiters=[{"left": "$$", "right": "$$", "display": True},
                                               {"left": "$", "right": "$", "display": False}],
@@ -694,8 +703,8 @@ def build_ui(pa, settings: Optional[Settings] = None) -> gr.Blocks:
                                         "Try one of the examples below.")
                         status = gr.Markdown("", elem_id="pa-status")
                         with gr.Row():
-                            msg = gr.Textbox(placeholder="Ask a question, e.g. “Which paper studies "
-                                                         "backdoor attacks in federated learning?”",
+                            msg = gr.Textbox(placeholder="Ask about the papers, ask for a summary "
+                                                         "or a comparison… (Enter to send)",
                                              show_label=False, scale=8, autofocus=True,
                                              elem_id="pa-input", container=False, lines=1,
                                              max_lines=6)
@@ -720,25 +729,26 @@ def build_ui(pa, settings: Optional[Settings] = None) -> gr.Blocks:
                         gr.Markdown("#### Sources")
                         sources = gr.HTML(sources_panel([]), elem_id="pa-sources", js_on_load=None)
                         with gr.Accordion("Answer settings & filters", open=True):
-                            mode = gr.Radio(MODES, value="auto", label="Mode",
-                                            info="auto detects question / summary / compare",
-                                            elem_id="pa-mode")
+                            mode = gr.Radio(MODES, value="auto", label="Mode (auto detects "
+                                            "question, summary or compare)", elem_id="pa-mode")
                             k = gr.Slider(1, 20, value=default_k, step=1, label="Papers to use (k)",
                                           elem_id="pa-k")
-                            cat = gr.Dropdown(category_choices(f0["categories"]), value=[],
-                                              multiselect=True, label="Categories",
-                                              info="An area includes its sub-categories",
-                                              elem_id="pa-categories")
-                            auth = gr.Dropdown(f0["authors"], value=[], multiselect=True,
-                                               allow_custom_value=True, label="Authors",
-                                               info="Any part of a name", elem_id="pa-authors")
                             with gr.Row():
-                                y_min = gr.Number(None, label="From year", precision=0,
-                                                  placeholder=year_hint(f0, "year_min"),
-                                                  elem_id="pa-year-min")
-                                y_max = gr.Number(None, label="To year", precision=0,
-                                                  placeholder=year_hint(f0, "year_max"),
-                                                  elem_id="pa-year-max")
+                                cat = gr.Dropdown(category_choices(f0["categories"]), value=[],
+                                                  multiselect=True, label="Categories",
+                                                  info="An area includes its sub-categories",
+                                                  elem_id="pa-categories", min_width=200)
+                                auth = gr.Dropdown(f0["authors"], value=[], multiselect=True,
+                                                   allow_custom_value=True, label="Authors",
+                                                   info="Any part of a name", elem_id="pa-authors",
+                                                   min_width=200)
+                            with gr.Row():
+                                y_min = gr.Textbox("", label="From year",
+                                                   placeholder=year_hint(f0, "year_min"),
+                                                   elem_id="pa-year-min", min_width=120)
+                                y_max = gr.Textbox("", label="To year",
+                                                   placeholder=year_hint(f0, "year_max"),
+                                                   elem_id="pa-year-max", min_width=120)
             with gr.Tab("Corpus", id="corpus"):
                 gr.Markdown("Add papers to the collection: a seed listing (`.txt`), JSON Lines, "
                             "JSON, CSV/TSV or BibTeX. A file is checked completely before anything "
@@ -758,17 +768,20 @@ def build_ui(pa, settings: Optional[Settings] = None) -> gr.Blocks:
 
         chat_inputs = [msg, session, mode, cat, auth, y_min, y_max, k]
         chat_outputs = [msg, chatbot, sources, status, session, copy_md, bib_btn]
+        # Every way of asking shares one concurrency group: at most the queue's
+        # default_concurrency_limit answers are produced at once, whatever triggered them.
         for trigger in (msg.submit, send.click):
             trigger(respond, chat_inputs, chat_outputs, api_visibility="private",
-                    show_progress="hidden")
+                    show_progress="hidden", concurrency_id="chat")
         for button, text in example_buttons:
             button.click(lambda t=text: t, None, msg, api_visibility="private", queue=False).then(
                 respond, chat_inputs, chat_outputs, api_visibility="private",
-                show_progress="hidden")
-        new_btn.click(reset, None, [chatbot, sources, status, session, copy_md, bib_btn, msg],
-                      api_visibility="private", queue=False)
+                show_progress="hidden", concurrency_id="chat")
+        for clear in (new_btn.click, chatbot.clear):  # the chat's own bin icon starts afresh too
+            clear(reset, None, [chatbot, sources, status, session, copy_md, bib_btn, msg],
+                  api_visibility="private", queue=False)
         up_btn.click(upload, [up_file], [stats_box, up_status, cat, auth, y_min, y_max],
                      api_visibility="private", concurrency_limit=1, concurrency_id="corpus")
         demo.load(on_load, None, [cat, auth, y_min, y_max, stats_box], api_visibility="private")
-        gr.api(api_chat, api_name="chat")
+        gr.api(api_chat, api_name="chat", concurrency_id="chat")
     return demo

@@ -1,6 +1,8 @@
 """The packaged MiniLM ONNX embedder: shape, normalisation, meaning, the 256-token limit, batching."""
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -93,10 +95,10 @@ def test_batch_equals_single(embedder):
         "Federated learning (FL) is vulnerable to backdoor attacks.",
         words_text(40),
         "Large language models often exhibit increased sycophantic behaviour when users push back.",
-        words_text(300),
+        words_text(120),
     ]
     single = np.stack([embedder.embed_texts([t])[0] for t in texts])
-    for batch_size in (2, 3, 32):
+    for batch_size in (2, 32):
         batched = embedder.embed_texts(texts, batch_size=batch_size)
         np.testing.assert_allclose(batched, single, atol=1e-4)
     # reversed input order: results follow the input, not the length-sorted order
@@ -121,3 +123,22 @@ def test_make_embedder_caches_and_validates():
                                     embed_base_url="http://127.0.0.1:9/v1"))
     assert isinstance(remote, OpenAICompatibleEmbedding)
     assert model_signature(Settings(embed_backend="openai", embed_model="x")) == "openai:x"
+
+
+def test_count_tokens_does_not_disturb_embedding_in_other_threads():
+    long_text = words_text(600)
+    stop = threading.Event()
+
+    def keep_counting():
+        while not stop.is_set():
+            count_tokens(long_text)
+
+    counter = threading.Thread(target=keep_counting, daemon=True)
+    counter.start()
+    try:
+        lengths = [len(minilm_tokenizer().encode_batch([words_text(300), "short"])[0].ids)
+                   for _ in range(40)]
+    finally:
+        stop.set()
+        counter.join(timeout=10)
+    assert set(lengths) == {MINILM_MAX_TOKENS}

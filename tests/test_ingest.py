@@ -220,3 +220,16 @@ def test_reingest_after_edit_updates_in_place(tmp_path, store):
     assert report.upsert.chunks_embedded == 1
     assert Store(store.settings).paper("paper-1").abstract == "Rewritten: we now study quokkas."
     assert store.collection.count() == 3
+
+
+def test_unchanged_papers_on_other_lines_are_not_reembedded(tmp_path, store):
+    path = write_jsonl(tmp_path / "p.jsonl", records(4))
+    ingest_paths(store, [path])
+    write_jsonl(path, [record(10)] + records(4))  # a new paper at the top: the others move down
+    [report] = ingest_paths(store, [path])
+    assert (report.upsert.papers_new, report.upsert.papers_updated, report.upsert.papers_unchanged) == (1, 0, 4)
+    assert report.upsert.chunks_embedded == 1
+    # the same papers from another file are unchanged too
+    [copy] = ingest_paths(store, [write_jsonl(tmp_path / "copy.jsonl", records(4))])
+    assert copy.upsert.papers_unchanged == 4 and copy.upsert.chunks_embedded == 0
+    assert store.collection.count() == 5

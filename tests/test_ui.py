@@ -23,6 +23,10 @@ from assistant.types import Citation
 from assistant.ui import (bib_escape, bibtex_entries, bibtex_key, link_markers, make_filters,
                           sources_panel)
 
+# Gradio's queue uses pandas options that pandas 3 deprecates; not ours to fix.
+pytestmark = [pytest.mark.filterwarnings("ignore:.*no_silent_downcasting.*"),
+              pytest.mark.filterwarnings("ignore:The copy keyword is deprecated.*")]
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -58,7 +62,8 @@ class LiveServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port,
-                                                    log_level="warning", access_log=False))
+                                                    log_level="warning", access_log=False,
+                                                    timeout_graceful_shutdown=1))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self):
@@ -171,9 +176,13 @@ def test_bibtex_export_round_trips_through_the_corpus_reader(tmp_path):
 
 def test_filters_from_controls():
     assert make_filters([], [], None, None) is None
-    assert make_filters([], [], 0, 0) is None  # empty number boxes
-    f = make_filters([CAUSALITY], "Josse", 2020, None)
+    assert make_filters([], [], "", " ") is None  # empty year boxes
+    f = make_filters([CAUSALITY], "Josse", "2020", None)
     assert f.categories == [CAUSALITY] and f.authors == ["Josse"] and f.year_min == 2020
+    import gradio as gr
+
+    with pytest.raises(gr.Error):
+        make_filters([], [], "last year", None)
 
 
 def test_sources_panel_shows_found_papers_while_waiting(pa):
@@ -200,6 +209,7 @@ def test_gradio_client_chat_endpoint_with_follow_up(server):
     filtered = client.predict("Which paper uses federated learning?", categories=[CAUSALITY],
                               api_name="/chat")
     assert filtered["citations"] and all(c["category"] == CAUSALITY for c in filtered["citations"])
+    client.close()
 
 
 # ----------------------------------------------------------------------------- browser
@@ -230,18 +240,18 @@ def test_page_answers_with_marker_linked_to_its_source_card(page, pa):
 
 @pytest.mark.browser
 def test_page_compare_renders_a_table_follow_up_and_exports(page):
-    timings = ask(page, "Summarize the papers on causal inference.")
+    # an example button asks its question at once
+    t0 = time.perf_counter()
+    page.click("button.example-btn:has-text('Summarize the papers on causal inference')")
+    page.wait_for_selector("#pa-status:has-text('done in')")
+    timings = {"final": time.perf_counter() - t0}
+    assert "causal inference" in page.locator("#pa-chat [data-testid='user']").first.inner_text()
     assert page.locator("#pa-sources .latest .src-card").count() >= 2
     ask(page, "Compare Top-W with Verbalized Sampling.")
     bot = page.locator("#pa-chat [data-testid='bot']").last
     table = bot.locator("table")
     assert table.count() == 1 and "Top-W" in table.inner_text()
     assert table.locator("a[href^='#src-2-']").count() >= 2
-    # earlier answers' sources stay, folded; their markers still reach their cards
-    assert page.locator("#pa-sources details.turn-sources").count() == 1
-    first_answer_marker = page.locator("#pa-chat [data-testid='bot']").first.locator("a[href^='#src-1-']").first
-    first_answer_marker.click()
-    page.wait_for_function("document.querySelector('#src-1-1').closest('details').open")
     # copy as Markdown: answer + numbered references
     page.click("text=Copy the last answer as Markdown")
     md = page.locator("#pa-markdown textarea").input_value()
@@ -253,9 +263,26 @@ def test_page_compare_renders_a_table_follow_up_and_exports(page):
     assert bib.count("@misc{") >= 4 and "author = {" in bib
     # status shows the timings (first visible sources, first words, total)
     assert "sources in" in page.inner_text("#pa-status")
-    page.locator("#pa-chat").scroll_into_view_if_needed()
+    # docs/screenshot.png: the compare question at the top of the chat, its sources beside it
+    page.evaluate("""() => {
+        const users = document.querySelectorAll('#pa-chat [data-testid="user"]');
+        const q = users[users.length - 1];
+        q.scrollIntoView({block: 'start'});
+        for (let el = q.parentElement; el; el = el.parentElement) {
+            if (el.scrollHeight > el.clientHeight + 4 && getComputedStyle(el).overflowY !== 'visible') {
+                el.scrollTop = Math.max(0, el.scrollTop - 24); break;
+            }
+        }
+        document.querySelector('#sources-panel').scrollTop = 0;
+        window.scrollTo(0, 0);
+    }""")
     DOCS.mkdir(exist_ok=True)
     page.screenshot(path=str(DOCS / "screenshot.png"), full_page=False)
+    # earlier answers' sources stay, folded; their markers still reach their cards
+    assert page.locator("#pa-sources details.turn-sources").count() == 1
+    first_answer_marker = page.locator("#pa-chat [data-testid='bot']").first.locator("a[href^='#src-1-']").first
+    first_answer_marker.click()
+    page.wait_for_function("document.querySelector('#src-1-1').closest('details').open")
     # a new conversation starts empty
     page.click("#pa-new")
     page.wait_for_function("document.querySelectorAll('#pa-chat [data-testid=\"bot\"]').length == 0")

@@ -15,7 +15,7 @@ from ..retrieve import Retriever
 from ..types import Answer, Citation, Filters, Hit, Intent, Paper, Turn
 from . import compose
 from .ground import Grounder, SentenceEmbeddings, Source, best_sentences, renumber, MARKER_RE, parse_markers
-from .plan import (Planner, asks_for_authors, detect_intent, is_singular_question,
+from .plan import (Planner, asks_for_authors, detect_intent, is_plural_question, is_singular_question,
                    mentions_area, ordinal_references, previous_focus, previous_user_message,
                    refers_back)
 from .text import distinctive_tokens, normalise
@@ -100,16 +100,16 @@ class AnswerEngine:
         if (intent == "question" and mentions_area(message)
                 and self.planner.matching_categories(message)):
             intent = "summary"  # "which papers are in the X area?" asks for the area's papers
-        focus = self._focus_papers(message, history)
+        focus = self._focus_papers(message, history, want=2 if intent == "compare" else 1)
         if intent == "compare":
             return self._plan_compare(message, focus, filters)
         if intent == "summary":
             return self._plan_summary(message, filters, k)
         return self._plan_question(message, history, focus, filters, k)
 
-    def _focus_papers(self, message: str, history: list[Turn]) -> list[Paper]:
-        """Papers of the previous answer that this message refers back to."""
-        ids = previous_focus(history)
+    def _focus_papers(self, message: str, history: list[Turn], want: int = 1) -> list[Paper]:
+        """Papers of the previous answer(s) that this message refers back to."""
+        ids = previous_focus(history, want)
         if not ids or not refers_back(message):
             return []
         papers = [p for p in (self.store.paper(i) for i in ids) if p is not None]
@@ -135,7 +135,9 @@ class AnswerEngine:
             plan.fallback = compose.extracts(sources)
             return plan
         hits = self.retriever.search(message, k=k, filters=filters)
-        chosen = self.planner.choose(message, hits, singular=is_singular_question(message))
+        hits += self._papers_of_named_authors(message, hits, filters)
+        chosen = self.planner.choose(message, hits, singular=is_singular_question(message),
+                                     plural=is_plural_question(message))
         plan = TurnPlan("question", message, retrieved=hits)
         if not chosen:
             return self._abstain(plan, message, hits)
@@ -221,6 +223,18 @@ class AnswerEngine:
         return plan
 
     # ------------------------------------------------------------------ helpers
+    def _papers_of_named_authors(self, message: str, hits: list[Hit],
+                                 filters: Optional[Filters]) -> list[Hit]:
+        """Every paper of an author the message names, even those retrieval ranked low."""
+        have = {h.paper.paper_id for h in hits}
+        allowed = self.store.allowed_papers(filters)
+        extra = []
+        for pid in sorted(self.planner.papers_by(self.planner.authors_named(message)) - have):
+            paper = self.store.paper(pid)
+            if paper is not None and (allowed is None or pid in allowed):
+                extra.append(self._as_hit(paper))
+        return extra
+
     def _names_paper(self, target: str, paper: Paper) -> bool:
         names = distinctive_tokens(target) or [target]
         text = normalise(paper.title + " " + paper.abstract)
@@ -287,7 +301,7 @@ class AnswerEngine:
                                                 "against the abstracts; showing extracts.")
                         body = f"{label}:\n{plan.fallback}"
                 else:
-                    prose_text = grounded.text
+                    prose_text = grounded.text + self._also_relevant(plan, grounded.used)
                     body = (prefix + "\n\n" if prefix else "") + plan.prose_heading + prose_text
             text, citations = self._cite(body, plan.sources, evidence)
         else:
@@ -299,6 +313,16 @@ class AnswerEngine:
             notices=plan.notices, removed_citations=removed, unsupported_claims=unsupported,
             timings=timings,
         )
+
+    @staticmethod
+    def _also_relevant(plan: TurnPlan, used: list[int]) -> str:
+        """Papers the planner chose but the model's prose left out still get a cited line."""
+        if plan.prefix:
+            return ""  # summaries and comparisons already cite every paper in their structure
+        rest = [s for s in plan.sources if s.n not in used]
+        if not rest:
+            return ""
+        return "\n\nAlso relevant:\n" + compose.extracts(rest, words=30)
 
     def _cite(self, text: str, sources: list[Source], evidence: dict[int, str]) -> tuple[str, list[Citation]]:
         """Renumber markers by first appearance; citations are exactly what the text cites."""

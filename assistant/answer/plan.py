@@ -12,11 +12,11 @@ from typing import Optional
 
 from ..index import Store
 from ..types import Hit, Intent, Paper, Turn
-from .text import distinctive_tokens, idf, normalise, stems, term_in, terms, words_of
+from .text import distinctive_tokens, idf, normalise, stem, stems, term_in, terms, words_of
 
 COMPARE_RE = re.compile(
-    r"\b(compare|comparing|comparison|contrast|versus|vs\.?|differ|differs|difference|"
-    r"differences|how does .+ relate to|which is better)\b", re.I)
+    r"\b(compare|comparing|comparison|contrast|versus|vs\.?|differ|differs|different from|"
+    r"difference|differences|how does .+ relate to|which is better)\b", re.I)
 SUMMARY_RE = re.compile(
     r"\b(summari[sz]e|summary|summaries|overview|survey|landscape|review of|"
     r"what does (this|the) collection say|what do the papers say|themes?|"
@@ -26,13 +26,21 @@ AREA_RE = re.compile(r"\b(area|category|categories|field|section|track)\b", re.I
 FOLLOWUP_RE = re.compile(
     r"\b(it|its|it's|they|them|their|this|that|these|those|both|former|latter|"
     r"the (paper|papers|method|approach|work|model|authors?|first|second|third|last|same)|"
-    r"(first|second|third|last) one)\b", re.I)
+    r"(first|second|third|last) one|the two|the three|both of them|each other)\b", re.I)
 AUTHORS_Q_RE = re.compile(r"\b(who (wrote|authored|are the authors|is the author|did)|"
                           r"(author|authors) of (it|this|that|the))\b", re.I)
 SINGULAR_RE = re.compile(r"\b(which|what) (paper|work|article|study|method)\b|\bthe paper\b", re.I)
+# capitalised words that start questions, never surnames
+STOP_NAMES = {"which", "what", "compare", "summarize", "summarise", "tell", "paper", "papers",
+              "does", "how", "who", "where", "when", "show", "give", "list", "find", "contrast",
+              "is", "are", "the", "and", "with", "between", "versus", "about"}
 ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3, "1st": 0, "2nd": 1, "3rd": 2}
-SPLIT_TARGETS_RE = re.compile(r"\s*(?:,|;|\band\b|\bwith\b|\bvs\.?|\bversus\b|\bagainst\b|\bto\b|&)\s*",
-                              re.I)
+SPLIT_TARGETS_RE = re.compile(
+    r"\s*(?:,|;|:|\band\b|\bwith\b|\bvs\.?|\bversus\b|\bagainst\b|\bto\b|&|"
+    r"\b(?:is|are)\s+different\s+from\b|\bdiffers?\s+from\b|\bdifferent\s+from\b|\bfrom\b)\s*", re.I)
+# a clause after the names says how to compare, not what: "... as views on LLM failure modes"
+TRAILING_CLAUSE_RE = re.compile(
+    r"\s+(?:as|in terms of|with respect to|regarding|for|on how|when it comes to|on|in)\s+.*$", re.I)
 
 
 def detect_intent(message: str) -> Intent:
@@ -43,12 +51,16 @@ def detect_intent(message: str) -> Intent:
     return "question"
 
 
-def previous_focus(history: list[Turn]) -> list[str]:
-    """Paper ids the last assistant turn cited: what "it" and "them" refer to."""
+def previous_focus(history: list[Turn], want: int = 1) -> list[str]:
+    """Paper ids the last assistant turn cited: what "it" and "them" refer to. With want=2
+    ("compare the two" after two one-paper answers) earlier turns are added until there are two."""
+    ids: list[str] = []
     for turn in reversed(history):
         if turn.role == "assistant" and turn.paper_ids:
-            return list(turn.paper_ids)
-    return []
+            ids.extend(p for p in turn.paper_ids if p not in ids)
+            if len(ids) >= want:
+                break
+    return ids
 
 
 def previous_user_message(history: list[Turn]) -> str:
@@ -115,6 +127,7 @@ class Relevance:
     name_match: bool
     relevant: bool
     strength: float
+    author_match: bool = False
 
 
 @dataclass
@@ -126,6 +139,7 @@ class Planner:
     _terms_revision: Optional[str] = None
     _author_index: dict[str, set[str]] = field(default_factory=dict)
     _vocabulary: Optional[set[str]] = None
+    _surnames: dict[str, set[str]] = field(default_factory=dict)
 
     def corpus_terms(self) -> CorpusTerms:
         papers = self.store.papers()
@@ -135,9 +149,13 @@ class Planner:
             self._terms_revision = key
             self._author_index = {}
             self._vocabulary = None
+            self._surnames = {}
             for pid, p in papers.items():
                 for a in p.authors:
-                    self._author_index.setdefault(normalise(a), set()).add(pid)
+                    name = normalise(a)
+                    self._author_index.setdefault(name, set()).add(pid)
+                    if " " in name:
+                        self._surnames.setdefault(name.split()[-1], set()).add(name)
         return self._terms
 
     # -- relevance
@@ -162,7 +180,10 @@ class Planner:
                 or h.dense_score >= self.min_dense + 0.15
             )
             strength = h.dense_score + 0.5 * cov + (0.3 if (name_match or author_match) else 0.0)
-            out.append(Relevance(h, cov, name_match or author_match, relevant, strength))
+            if author_match and h.paper.authors and normalise(h.paper.authors[0]) in authors:
+                strength += 0.2  # "the Fröhlich paper" is the one Fröhlich leads
+            out.append(Relevance(h, cov, name_match or author_match, relevant, strength,
+                                 author_match))
         return out
 
     def known_term(self, term: str) -> bool:
@@ -178,27 +199,44 @@ class Planner:
             term in words for words in ct.paper_words.values())
 
     def authors_named(self, query: str) -> list[str]:
-        """Corpus author names that appear in the query (full name, or a distinctive surname)."""
+        """Corpus author names that appear in the query: a full name, or a surname written as
+        a name (capitalised, or long) — "the Khellaf paper", "What did Pontil work on?"."""
         self.corpus_terms()
         q = normalise(query)
-        found = []
-        for name in self._author_index:
-            if len(name) > 4 and name in q:
-                found.append(name)
+        found = [name for name in self._author_index if len(name) > 4 and name in q]
+        in_full_names = {w for name in found for w in name.split()}
+        raw = re.findall(r"[^\W\d_][\w'-]*", query)
+        for tok in raw:
+            low = normalise(tok)
+            if low in STOP_NAMES or len(low) < 4 or low in in_full_names:
+                continue
+            if not (tok[0].isupper() or len(low) >= 7):
+                continue
+            for name in self._surnames.get(low, ()):
+                if name not in found:
+                    found.append(name)
         return found
 
-    def choose(self, query: str, hits: list[Hit], singular: bool, max_papers: int = 3) -> list[Relevance]:
+    def papers_by(self, names: list[str]) -> set[str]:
+        return {pid for n in names for pid in self._author_index.get(n, set())}
+
+    def choose(self, query: str, hits: list[Hit], singular: bool, max_papers: int = 3,
+               plural: bool = False) -> list[Relevance]:
         """The papers an answer should rest on: the strongest relevant one, plus close seconds."""
         judged = [r for r in self.judge(query, hits) if r.relevant]
         if not judged:
             return []
         judged.sort(key=lambda r: -r.strength)
+        authored = [r for r in judged if r.author_match]
+        if authored:
+            return authored[:max(max_papers, 5)]  # "papers by X": all of X's papers
         best = judged[0]
         if singular:
             return [best]
         keep = [best]
-        for r in judged[1:max_papers]:
-            if r.strength >= best.strength - 0.12 and (r.coverage >= 0.5 or r.name_match):
+        for r in judged[1:max(max_papers, 5) if plural else max_papers]:
+            close = plural or r.strength >= best.strength - 0.12
+            if close and (r.coverage >= 0.5 or r.name_match):
                 keep.append(r)
         return keep
 
@@ -212,13 +250,20 @@ class Planner:
         if any(not self.known_term(t) for t in topic_terms):
             return []  # "quantum chemistry": a word the corpus never uses is not its Chemistry area
         cats = sorted({p.category for p in self.store.papers().values() if p.category})
-        matched = []
+        named: dict[str, int] = {}
         for cat in cats:
-            for part in [x.strip() for x in re.split(r"[·,]", cat) if x.strip()]:
-                if self._names_part(part, topic_terms, raw):
-                    matched.append(cat)
-                    break
-        return matched
+            levels = [x.strip() for x in cat.split("·") if x.strip()]
+            # a level is named when it, or one item of a list inside it ("Chemistry, Physics"), is
+            count = sum(1 for level in levels
+                        if any(self._names_part(part, topic_terms, raw)
+                               for part in [level] + [x.strip() for x in level.split(",")]))
+            if count:
+                named[cat] = count
+        if not named:
+            return []
+        # "Deep Learning · Theory" names both levels of one category: prefer it to the whole area
+        best = max(named.values())
+        return [c for c, n in named.items() if n == best]
 
     @staticmethod
     def _names_part(part: str, topic_terms: list[str], raw: list[str]) -> bool:
@@ -245,12 +290,26 @@ class Planner:
         """Names of the things to compare, e.g. 'Compare Top-W with Verbalized Sampling'."""
         m = re.search(r"\b(?:compare|comparing|contrast|between)\b(.*)", message, re.I | re.S)
         body = m.group(1) if m else message
-        body = re.sub(r"\b(how|does|do|differ|differs|from|the papers? (on|about)|"
-                      r"the (paper|method|approach|work)s?( on| about| called)?|papers?|methods?)\b",
-                      " ", body, flags=re.I)
         body = re.sub(r"[?.!]+$", "", body.strip())
-        parts = [p.strip(" '\"“”") for p in SPLIT_TARGETS_RE.split(body) if p and p.strip(" '\"“”")]
-        return [p for p in parts if terms(p) and not FOLLOWUP_RE.search(p)]
+        body = re.sub(r"^(how|in what way|what)\s+(does|do|is|are)\s+", "", body, flags=re.I)
+        parts = [p for p in SPLIT_TARGETS_RE.split(body) if p and p.strip()]
+        targets = []
+        for part in parts:
+            part = TRAILING_CLAUSE_RE.sub("", part.strip()) if len(part.split()) > 3 else part
+            part = re.sub(r"\b(the|a|an|papers?|works?|methods?|approach(es)?|called|on|about|"
+                          r"one|two|does|do|differ|differs|different)\b", " ", part, flags=re.I)
+            part = " ".join(part.split()).strip(" '\"“”")
+            if part and terms(part) and not FOLLOWUP_RE.search(part):
+                targets.append(part)
+        named = [t for t in targets if any(w[0].isupper() for w in t.split())]
+        # "Heurtebise vs Fröhlich: how do their approaches to causality differ?" names two
+        # things; the rest of the sentence says how to compare them
+        return named if len(named) >= 2 else targets
+
+
+def is_plural_question(message: str) -> bool:
+    return bool(re.search(r"\b(papers|works|studies|articles|any work|is there (any|work))\b",
+                          message, re.I))
 
 
 def is_singular_question(message: str) -> bool:

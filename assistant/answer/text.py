@@ -23,6 +23,8 @@ research researcher authors author wrote written write area areas field topic to
 please thing things something anything does do get gets got make makes made let lets
 exist exists existing there's is there any related regarding concerning achieve achieves
 obtain obtains main key idea ideas problem problems address addresses result results
+deal deals dealing focus focuses focusing look looks looking talk talks cover covers covering
+mention mentions discuss discusses involve involves involving apply applies applied doing
 """.split())
 
 TERM_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9]*(?:[-'][A-Za-z0-9]+)*")
