@@ -250,6 +250,33 @@ def chat(mode: ModeOpt = None, k: KOpt = None, backend: BackendOpt = None,
         history += [Turn(role="user", content=message), answer.as_turn()]
 
 
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Address to listen on. Anything but loopback needs --auth and --api-key, or --no-auth.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 7860,
+    auth: Annotated[Optional[str], typer.Option("--auth", envvar="PAPER_ASSISTANT_AUTH", show_default=False,
+                                                help="USER:PASSWORD login for the page (or env PAPER_ASSISTANT_AUTH).")] = None,
+    no_auth: Annotated[bool, typer.Option("--no-auth", help="Serve beyond loopback without any authentication, on purpose.")] = False,
+    api_key: Annotated[Optional[str], typer.Option("--api-key", envvar="PAPER_ASSISTANT_API_KEY", show_default=False,
+                                                   help="Bearer token the /v1 API requires (or env PAPER_ASSISTANT_API_KEY).")] = None,
+    store: StoreOpt = None, chroma_url: ChromaOpt = None, preset: PresetOpt = "default",
+    backend: BackendOpt = None, model_path: ModelPathOpt = None,
+):
+    """Serve the chat page and the OpenAI-compatible API (http://127.0.0.1:7860/ by default).
+
+    Indexes the bundled demo corpus first when the store is empty."""
+    from .server import ServeError, serve as run_server
+
+    pa = make_assistant(store, chroma_url, preset, backend, model_path)
+    try:
+        with friendly_errors():
+            run_server(host=host, port=port, auth=auth, no_auth=no_auth, api_key=api_key, pa=pa,
+                       progress_factory=rich_progress)
+    except ServeError as exc:
+        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(2)
+
+
 def main() -> None:  # console-script entry point
     app()
 

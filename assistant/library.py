@@ -89,6 +89,15 @@ class PaperAssistant:
         """Events: ("retrieved", [Hit]), ("token", str)..., ("final", Answer)."""
         return self.engine.stream(message, list(history), mode=mode, filters=filters, k=k)
 
+    def warm_up(self) -> None:
+        """Load the embedding session and the language model now, not on the first question
+        (a server calls this in a background thread at start)."""
+        self.store.embedder.get_query_embedding("warm up")
+        llm = self.engine._get_llm([])
+        load = getattr(llm, "load", None)
+        if callable(load):
+            load()
+
     def backend_label(self) -> str:
         from .llm import backend_label
 

@@ -107,6 +107,13 @@ def _display_url(host: str, port: int) -> str:
     return f"http://{shown}:{port}/"
 
 
+def _warm_up(pa: PaperAssistant) -> None:
+    try:
+        pa.warm_up()
+    except Exception as exc:  # the first question will report the backend problem
+        print(f"  note: the language model could not be loaded yet ({type(exc).__name__})", flush=True)
+
+
 def serve(host: str = "127.0.0.1", port: int = 7860, auth: Optional[str] = None,
           no_auth: bool = False, api_key: Optional[str] = None,
           settings: Optional[Settings] = None, pa: Optional[PaperAssistant] = None,
@@ -135,5 +142,9 @@ def serve(host: str = "127.0.0.1", port: int = 7860, auth: Optional[str] = None,
           flush=True)
     if not is_loopback(host) and no_auth and not credentials:
         print("  warning: serving beyond this machine WITHOUT authentication (--no-auth)", flush=True)
+    # Load the models while the first user reads the page, so the first answer is not the slow one.
+    import threading
+
+    threading.Thread(target=_warm_up, args=(pa,), daemon=True, name="warm-up").start()
     # access_log off: request lines are noise here, and nothing about requests needs logging.
     uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)

@@ -264,6 +264,7 @@ def test_page_compare_renders_a_table_follow_up_and_exports(page):
     # status shows the timings (first visible sources, first words, total)
     assert "sources in" in page.inner_text("#pa-status")
     # docs/screenshot.png: the compare question at the top of the chat, its sources beside it
+    page.wait_for_timeout(500)  # let the chat's own autoscroll settle first
     page.evaluate("""() => {
         const users = document.querySelectorAll('#pa-chat [data-testid="user"]');
         const q = users[users.length - 1];
@@ -276,6 +277,7 @@ def test_page_compare_renders_a_table_follow_up_and_exports(page):
         document.querySelector('#sources-panel').scrollTop = 0;
         window.scrollTo(0, 0);
     }""")
+    page.wait_for_timeout(300)
     DOCS.mkdir(exist_ok=True)
     page.screenshot(path=str(DOCS / "screenshot.png"), full_page=False)
     # earlier answers' sources stay, folded; their markers still reach their cards

@@ -37,6 +37,7 @@ class TurnPlan:
     fallback: str = ""  # cited extracts used when the model fails or says nothing supported
     abstain: bool = False
     notices: list[str] = field(default_factory=list)
+    max_tokens: int = 160  # prose is a few sentences; a bound keeps the whole answer quick
 
 
 class AnswerEngine:
@@ -80,7 +81,7 @@ class AnswerEngine:
                 if heading:
                     yield "token", heading
                 try:
-                    for delta in self._stream_llm(llm, plan.prompt):
+                    for delta in self._stream_llm(llm, plan.prompt, plan.max_tokens):
                         if "first_token" not in timings:
                             timings["first_token"] = time.perf_counter() - t0
                         prose += delta
@@ -182,6 +183,7 @@ class AnswerEngine:
         plan.prefix = compose.summary_listing(groups)
         plan.prompt = compose.summary_prompt(topic, plan.sources[:6])
         plan.prose_heading = "**Overview.** "
+        plan.max_tokens = 200
         return plan
 
     def _plan_compare(self, message, focus, filters) -> TurnPlan:
@@ -275,13 +277,14 @@ class AnswerEngine:
                            "showing extracts instead.")
         return self._llm
 
-    def _stream_llm(self, llm, prompt: str) -> Iterator[str]:
+    def _stream_llm(self, llm, prompt: str, max_tokens: int) -> Iterator[str]:
         from ..llm import stream_chat_text
         from ..prompts import load_prompt
 
         messages = [{"role": "system", "content": load_prompt("system")},
                     {"role": "user", "content": prompt}]
-        yield from stream_chat_text(llm, messages)
+        yield from stream_chat_text(llm, messages,
+                                    max_tokens=min(max_tokens, self.settings.max_tokens))
 
     def _finish(self, plan: TurnPlan, prefix: str, prose: str, timings: dict, t0: float) -> Answer:
         unsupported = removed = 0
