@@ -129,12 +129,15 @@ class Grounder:
         claim_stems = stems(" ".join(claim_terms))
         vectors = self.embed([claim] + texts)
         sims = vectors[1:] @ vectors[0]
-        best, best_text = 0.0, ""
-        for text, sim in zip(texts, sims):
+        best, best_text, best_sentence, best_sentence_score = 0.0, "", "", -1.0
+        for i, (text, sim) in enumerate(zip(texts, sims)):
             lex = len(claim_stems & stems(text)) / len(claim_stems) if claim_stems else 0.0
             score = 0.5 * lex + 0.5 * float(sim)
-            if score > best:
-                best, best_text = score, text
+            best = max(best, score)
+            if i > 0 and score > best_sentence_score:  # texts[0] is the metadata line
+                best_sentence, best_sentence_score = text, score
+        # the evidence shown to a reader is an abstract sentence, never the metadata line
+        best_text = best_sentence or texts[0]
         # a figure the source never states is not supported by it, however similar the wording
         src_norm = normalise(" ".join(texts))
         for num in NUMBER_RE.findall(claim):
