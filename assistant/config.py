@@ -54,7 +54,7 @@ class Settings(BaseSettings):
     k: int = 5
     candidates: int = 50  # chunks taken from each side before fusion
     fusion: Literal["convex", "rrf"] = "convex"
-    hybrid_alpha: float = 0.5  # weight of the dense side in convex fusion (benchmarks/retrieval.py)
+    hybrid_alpha: float = 0.6  # weight of the dense side in convex fusion (benchmarks/retrieval.py)
     rrf_k: int = 60
     dense_weight: float = 1.0
     bm25_weight: float = 1.0

@@ -13,13 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
-import subprocess
 import sys
-import tempfile
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
@@ -28,6 +22,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from assistant.config import SEED_CORPUS, Settings  # noqa: E402
+from servers import free_port, start_process_server  # noqa: E402
 
 try:  # owned by another file; shared here when it exists
     from llm_server import openai_server  # noqa: F401,E402
@@ -52,12 +47,6 @@ def write_jsonl(path: Path, records: Iterable[dict]) -> Path:
     return path
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_chroma_server(path: os.PathLike | str, *, port: int | None = None,
                         startup_timeout: float = 60.0) -> tuple[str, Callable[[], None]]:
     """Start `chroma run --path PATH --host 127.0.0.1 --port PORT`; return (url, stop).
@@ -69,46 +58,12 @@ def start_chroma_server(path: os.PathLike | str, *, port: int | None = None,
         raise RuntimeError(f"the chroma console script is missing: {CHROMA_BIN}")
     port = port or free_port()
     url = f"http://127.0.0.1:{port}"
-    log = tempfile.TemporaryFile(mode="w+b")
-    env = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
-    proc = subprocess.Popen(
+    stop = start_process_server(
         [str(CHROMA_BIN), "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+        f"{url}/api/v2/heartbeat", startup_timeout, "chroma run",
+        env={"ANONYMIZED_TELEMETRY": "False"}, stop_timeout=15,
     )
-
-    def read_log() -> str:
-        log.flush()
-        log.seek(0)
-        return log.read().decode("utf-8", "replace")[-8000:]
-
-    def stop() -> None:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=15)
-        if not log.closed:
-            log.close()
-
-    deadline = time.monotonic() + startup_timeout
-    while True:
-        if proc.poll() is not None:
-            text = read_log()
-            stop()
-            raise RuntimeError(f"chroma run exited with code {proc.returncode}:\n{text}")
-        try:
-            with urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=2) as resp:
-                if resp.status == 200:
-                    return url, stop
-        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-            pass
-        if time.monotonic() > deadline:
-            text = read_log()
-            stop()
-            raise RuntimeError(f"chroma run did not answer within {startup_timeout:g}s:\n{text}")
-        time.sleep(0.25)
+    return url, stop
 
 
 @contextlib.contextmanager

@@ -18,17 +18,16 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-import socket
-import subprocess
 import sys
-import tempfile
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
 import pytest
+
+try:
+    from servers import free_port, start_process_server  # tests/ on sys.path (pytest, conftest)
+except ImportError:  # imported as tests.llm_server from the project root
+    from tests.servers import free_port, start_process_server
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -56,12 +55,6 @@ def server_available() -> Optional[str]:
     return None
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_openai_server(
     model_path: os.PathLike | str,
     *,
@@ -85,44 +78,10 @@ def start_openai_server(
         *(["--n_threads", str(n_threads)] if n_threads else []),
         *extra_args,
     ]
-    log = tempfile.TemporaryFile(mode="w+b")
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
     base_url = f"http://127.0.0.1:{port}/v1"
-
-    def read_log() -> str:
-        log.flush()
-        log.seek(0)
-        return log.read().decode("utf-8", "replace")[-8000:]
-
-    def stop() -> None:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
-        if not log.closed:
-            log.close()
-
-    deadline = time.monotonic() + startup_timeout
-    while True:
-        if proc.poll() is not None:
-            text = read_log()
-            stop()
-            raise RuntimeError(f"llama_cpp.server exited with code {proc.returncode}:\n{text}")
-        try:
-            with urllib.request.urlopen(f"{base_url}/models", timeout=2) as resp:
-                if resp.status == 200:
-                    return base_url, stop
-        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-            pass
-        if time.monotonic() > deadline:
-            text = read_log()
-            stop()
-            raise RuntimeError(f"llama_cpp.server did not answer within {startup_timeout:g}s:\n{text}")
-        time.sleep(0.25)
+    stop = start_process_server(cmd, f"{base_url}/models", startup_timeout, "llama_cpp.server",
+                                env={"PYTHONUNBUFFERED": "1"}, stop_timeout=10)
+    return base_url, stop
 
 
 @contextlib.contextmanager

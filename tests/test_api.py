@@ -5,9 +5,6 @@ bundled corpus; the API's wire format, conversation handling and errors are what
 """
 from __future__ import annotations
 
-import socket
-import threading
-import time
 
 import httpx
 import openai
@@ -19,42 +16,12 @@ from assistant import PaperAssistant, load_settings
 from assistant.api import MODEL_ID, create_router
 from assistant.index import StoreError
 from assistant.server import create_app
+from servers import running_app
 
 KEY = "test-key-0123456789"
 BACKDOOR_Q = "Which paper studies backdoor attacks in federated learning?"
 BACKDOOR_AUTHOR = "Haichang Gao"
 CAUSALITY = "General Machine Learning · Causality"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class LiveServer:
-    def __init__(self, app):
-        import uvicorn
-
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port,
-                                                    log_level="warning", access_log=False,
-                                                    timeout_graceful_shutdown=1))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        deadline = time.time() + 60
-        while not self.server.started:
-            if time.time() > deadline or not self.thread.is_alive():
-                raise RuntimeError("server did not start")
-            time.sleep(0.05)
-        return self
-
-    def __exit__(self, *exc):
-        self.server.should_exit = True
-        self.thread.join(15)
 
 
 @pytest.fixture(scope="module")
@@ -67,13 +34,14 @@ def pa(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(pa):
-    with LiveServer(create_app(pa, api_key=KEY)) as live:
-        yield live
+    """Base URL of the live app."""
+    with running_app(create_app(pa, api_key=KEY)) as url:
+        yield url
 
 
 @pytest.fixture()
 def client(server):
-    return openai.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0, timeout=60)
+    return openai.OpenAI(base_url=server + "/v1", api_key=KEY, max_retries=0, timeout=60)
 
 
 def test_models_list_and_retrieve(client):
@@ -119,7 +87,7 @@ def test_streamed_completion_ends_with_citations(client):
 
 
 def test_stream_is_server_sent_events_ending_with_done(server):
-    with httpx.stream("POST", server.url + "/v1/chat/completions", timeout=60,
+    with httpx.stream("POST", server + "/v1/chat/completions", timeout=60,
                       headers={"Authorization": f"Bearer {KEY}"},
                       json={"model": MODEL_ID, "stream": True,
                             "messages": [{"role": "user", "content": BACKDOOR_Q}]}) as r:
@@ -200,29 +168,29 @@ def test_bad_requests_are_400_in_openai_shape(client, messages, extra):
 
 def test_malformed_json_and_wrong_body_type_are_400(server):
     for content in (b"{not json", b"[1, 2]", b""):
-        r = httpx.post(server.url + "/v1/chat/completions", content=content, timeout=30,
+        r = httpx.post(server + "/v1/chat/completions", content=content, timeout=30,
                        headers={"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"})
         assert r.status_code == 400, content
         assert r.json()["error"]["type"] == "invalid_request_error"
 
 
 def test_missing_or_wrong_token_is_401(server):
-    wrong = openai.OpenAI(base_url=server.url + "/v1", api_key="not-the-key", max_retries=0)
+    wrong = openai.OpenAI(base_url=server + "/v1", api_key="not-the-key", max_retries=0)
     with pytest.raises(openai.AuthenticationError) as e:
         wrong.chat.completions.create(model=MODEL_ID, messages=[{"role": "user", "content": "hi"}])
     assert _error(e)["code"] == "invalid_api_key"
     with pytest.raises(openai.AuthenticationError):
         wrong.models.list()
-    r = httpx.get(server.url + "/v1/models", timeout=30)
+    r = httpx.get(server + "/v1/models", timeout=30)
     assert r.status_code == 401 and r.json()["error"]["code"] == "invalid_api_key"
     assert r.headers["www-authenticate"] == "Bearer"
-    r = httpx.get(server.url + "/v1/models", headers={"Authorization": f"Basic {KEY}"}, timeout=30)
+    r = httpx.get(server + "/v1/models", headers={"Authorization": f"Basic {KEY}"}, timeout=30)
     assert r.status_code == 401
     assert KEY not in r.text
 
 
 def test_healthz_needs_no_token(server, pa):
-    r = httpx.get(server.url + "/healthz", timeout=30)
+    r = httpx.get(server + "/healthz", timeout=30)
     assert r.status_code == 200 and r.json() == {"status": "ok", "papers": pa.stats()["papers"]}
     assert r.json()["papers"] == 20
 

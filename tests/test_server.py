@@ -4,7 +4,6 @@ listen beyond loopback; login and bearer token; `serve()` on a fresh store.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -20,6 +19,7 @@ from fastapi.testclient import TestClient
 from assistant import PaperAssistant, load_settings
 from assistant.server import (API_KEY_ENV, AUTH_ENV, CONCURRENCY, ServeError, check_exposure,
                               create_app, is_loopback, parse_auth, serve)
+from servers import free_port, running_app
 
 ROOT = Path(__file__).resolve().parents[1]
 # Gradio's queue uses pandas options that pandas 3 deprecates; not ours to fix.
@@ -42,37 +42,6 @@ CONVERSATIONS = [
     ("Which paper introduces the BEAR benchmark for embodied multimodal models?", "Yu Qi"),
     ("Which paper proposes Meta Context Engineering?", "Haoran Ye"),
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class LiveServer:
-    def __init__(self, app):
-        import uvicorn
-
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port,
-                                                    log_level="warning", access_log=False,
-                                                    timeout_graceful_shutdown=1))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        deadline = time.time() + 60
-        while not self.server.started:
-            if time.time() > deadline or not self.thread.is_alive():
-                raise RuntimeError("server did not start")
-            time.sleep(0.05)
-        return self
-
-    def __exit__(self, *exc):
-        self.server.should_exit = True
-        self.thread.join(15)
 
 
 class SlowAssistant(PaperAssistant):
@@ -98,9 +67,15 @@ def pa(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def server(pa):
-    with LiveServer(create_app(pa)) as live:
-        yield live
+def app(pa):
+    return create_app(pa)
+
+
+@pytest.fixture(scope="module")
+def server(app):
+    """Base URL of the live app."""
+    with running_app(app) as url:
+        yield url
 
 
 @pytest.fixture()
@@ -125,7 +100,7 @@ def _conversation_via_openai(url: str, question: str, start: threading.Barrier):
 def test_eight_simultaneous_api_conversations_each_keep_their_own_paper(server, pa):
     start = threading.Barrier(len(CONVERSATIONS))
     with ThreadPoolExecutor(len(CONVERSATIONS)) as pool:
-        futures = [pool.submit(_conversation_via_openai, server.url, q, start)
+        futures = [pool.submit(_conversation_via_openai, server, q, start)
                    for q, _ in CONVERSATIONS]
         results = [f.result(timeout=300) for f in futures]
     papers = pa.store.papers()
@@ -144,7 +119,7 @@ def test_eight_gradio_chats_run_concurrently_not_one_after_another(server, slow)
     """Each answer takes >= 1 s; eight at once must finish in far less than 8 s."""
     from gradio_client import Client
 
-    clients = [Client(server.url + "/", verbose=False) for _ in CONVERSATIONS]
+    clients = [Client(server + "/", verbose=False) for _ in CONVERSATIONS]
     start = threading.Barrier(len(CONVERSATIONS))
 
     def chat(i):
@@ -166,7 +141,7 @@ def test_eight_gradio_chats_run_concurrently_not_one_after_another(server, slow)
 
 def test_eight_streamed_api_calls_overlap(server, slow):
     def stream(q):
-        client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
+        client = openai.OpenAI(base_url=server + "/v1", api_key="unused", max_retries=0)
         chunks = list(client.chat.completions.create(
             model="paper-assistant", stream=True, messages=[{"role": "user", "content": q}]))
         return chunks[-1].to_dict()["citations"]
@@ -178,8 +153,8 @@ def test_eight_streamed_api_calls_overlap(server, slow):
     assert all(cites)
 
 
-def test_queue_concurrency_is_set_deliberately(server):
-    app_blocks = server.server.config.app.state.blocks  # the Blocks mounted by create_app
+def test_queue_concurrency_is_set_deliberately(app, server):
+    app_blocks = app.state.blocks  # the Blocks mounted by create_app
     assert app_blocks._queue.default_concurrency_limit == CONCURRENCY >= 8
 
 
@@ -205,7 +180,7 @@ def test_two_browser_sessions_have_separate_conversations(server):
             for _ in range(2):
                 pg = browser.new_context().new_page()
                 pg.set_default_timeout(30_000)
-                pg.goto(server.url + "/")
+                pg.goto(server + "/")
                 pg.wait_for_selector("#pa-input textarea")
                 pages.append(pg)
             (q_a, author_a), (q_b, author_b) = CONVERSATIONS[0], CONVERSATIONS[1]
@@ -295,14 +270,14 @@ def test_login_and_token_on_a_live_server(pa):
     from gradio_client import Client
 
     app = create_app(pa, api_key=KEY, auth=("bob", "builder-pw"))
-    with LiveServer(app) as live:
-        r = httpx.get(live.url + "/v1/models", timeout=30)
+    with running_app(app) as url:
+        r = httpx.get(url + "/v1/models", timeout=30)
         assert r.status_code == 401
-        client = openai.OpenAI(base_url=live.url + "/v1", api_key=KEY, max_retries=0)
+        client = openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0)
         assert [m.id for m in client.models.list()] == ["paper-assistant"]
         with pytest.raises(Exception):
-            Client(live.url + "/", verbose=False)  # no login
-        gc = Client(live.url + "/", auth=("bob", "builder-pw"), verbose=False)
+            Client(url + "/", verbose=False)  # no login
+        gc = Client(url + "/", auth=("bob", "builder-pw"), verbose=False)
         answer = gc.predict(CONVERSATIONS[0][0], api_name="/chat")
         assert answer["citations"]
         gc.close()

@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
-import threading
 import time
 from pathlib import Path
 
@@ -22,6 +20,7 @@ from assistant.server import create_app
 from assistant.types import Citation
 from assistant.ui import (bib_escape, bibtex_entries, bibtex_key, link_markers, make_filters,
                           sources_panel)
+from servers import running_app
 
 # Gradio's queue uses pandas options that pandas 3 deprecates; not ours to fix.
 pytestmark = [pytest.mark.filterwarnings("ignore:.*no_silent_downcasting.*"),
@@ -47,39 +46,6 @@ GOOD_JSONL = [
 
 # ----------------------------------------------------------------------------- fixtures
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class LiveServer:
-    """The real app under uvicorn in a background thread, on a free loopback port."""
-
-    def __init__(self, app):
-        import uvicorn
-
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/"
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port,
-                                                    log_level="warning", access_log=False,
-                                                    timeout_graceful_shutdown=1))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        deadline = time.time() + 60
-        while not self.server.started:
-            if time.time() > deadline or not self.thread.is_alive():
-                raise RuntimeError("server did not start")
-            time.sleep(0.05)
-        return self
-
-    def __exit__(self, *exc):
-        self.server.should_exit = True
-        self.thread.join(15)
-
-
 @pytest.fixture(scope="module")
 def pa(tmp_path_factory):
     store = tmp_path_factory.mktemp("ui-store")
@@ -90,8 +56,9 @@ def pa(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(pa):
-    with LiveServer(create_app(pa)) as live:
-        yield live
+    """URL of the live app's page: its base URL with a trailing slash."""
+    with running_app(create_app(pa)) as url:
+        yield url + "/"
 
 
 @pytest.fixture(scope="module")
@@ -114,8 +81,8 @@ def page(browser, server):
     pg.set_default_timeout(30_000)
     outside = []
     pg.on("request", lambda r: outside.append(r.url)
-          if not r.url.startswith((server.url, "data:", "blob:")) else None)
-    pg.goto(server.url)
+          if not r.url.startswith((server, "data:", "blob:")) else None)
+    pg.goto(server)
     pg.wait_for_selector("#pa-input textarea")
     yield pg
     context.close()
@@ -196,7 +163,7 @@ def test_sources_panel_shows_found_papers_while_waiting(pa):
 def test_gradio_client_chat_endpoint_with_follow_up(server):
     from gradio_client import Client
 
-    client = Client(server.url, verbose=False)
+    client = Client(server, verbose=False)
     first = client.predict("Which paper studies backdoor attacks in federated learning?",
                            api_name="/chat")
     assert re.search(r"\[1\]", first["answer"])
