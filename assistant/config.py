@@ -76,7 +76,7 @@ class Settings(BaseSettings):
     evidence_sentences: int = 3  # sentences of each paper given to the model
     # Relevance gate (see answer/plan.py): a question is answered only when its best paper
     # clears these. Calibrated by benchmarks/calibrate_abstain.py, not on the dev questions.
-    min_dense: float = 0.36
+    min_dense: float = 0.40
     min_lexical: float = 0.45
     min_support: float = 0.3  # grounding: a cited sentence needs this much support
 
