@@ -322,3 +322,12 @@ def test_ingest_rebuild_recovers_a_mismatched_store(runner, in_tmp):
     assert result.exit_code == 0, result.output
     stats = json.loads(ok(run(runner, "stats", "--json", "--store", store)).stdout)
     assert stats["papers"] == 3 and stats["embed_model"] == "onnx:all-MiniLM-L6-v2"
+
+
+def test_chat_is_a_conversation(runner, seed_store):
+    """`chat` keeps the conversation: the follow-up resolves to the first answer's paper."""
+    result = runner.invoke(app, ["chat", "--store", str(seed_store), "--backend", "none"],
+                           input="Which paper is about Kolmogorov-Arnold Networks?\nWho wrote it?\n\n")
+    assert result.exit_code == 0, result.output
+    assert "Marius Kloft" in result.output  # the authors of the KAN paper, from the follow-up
+    assert result.output.count("References") == 2

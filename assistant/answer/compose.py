@@ -112,7 +112,9 @@ def summary_listing(groups: dict[str, list[Source]]) -> str:
     for theme, sources in groups.items():
         lines.append(f"**{theme}**")
         for s in sources:
-            gist = s.sentences[0] if s.sentences else s.paper.abstract
+            # what the paper does says more in a listing than its opening sentence
+            gist = aspect_sentences(s.paper).get("Approach") or (
+                s.sentences[0] if s.sentences else s.paper.abstract)
             lines.append(f"- *{short_name(s.paper)}*: {shorten(gist, 30)} [{s.n}]")
         lines.append("")
     return "\n".join(lines).strip()
