@@ -67,8 +67,13 @@ bench: install
 	$(PY) benchmarks/ingest.py
 	$(PY) benchmarks/answer.py
 
+# the shared dev set, then our own held-out set (tests/data/seed_heldout.jsonl), on a fresh seed store
 eval: install
-	PATH=$(CURDIR)/$(VENV)/bin:$$PATH python3 ../shared/eval/score.py ../shared/eval/seed_dev.jsonl --show
+	rm -rf /tmp/paper-assistant-eval && $(VENV)/bin/paper-assistant ingest --quiet --store /tmp/paper-assistant-eval assistant/data/seed_corpus.txt
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH python3 ../shared/eval/score.py ../shared/eval/seed_dev.jsonl --show \
+	  --cmd "paper-assistant ask --json --store /tmp/paper-assistant-eval"
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH python3 ../shared/eval/score.py tests/data/seed_heldout.jsonl --show \
+	  --cmd "paper-assistant ask --json --store /tmp/paper-assistant-eval"
 
 clean:
 	rm -rf $(VENV) vectorstore/* .pytest_cache
