@@ -73,7 +73,7 @@ class Settings(BaseSettings):
     n_threads: int = 0  # 0: all cores
     summary_k: int = 10
     compare_max: int = 4
-    evidence_sentences: int = 3  # sentences of each paper given to the model
+    evidence_sentences: int = 2  # sentences of each paper given to the model (time to first token)
     # Relevance gate (see answer/plan.py): a question is answered only when its best paper
     # clears these. Calibrated by benchmarks/calibrate_abstain.py, not on the dev questions.
     min_dense: float = 0.40

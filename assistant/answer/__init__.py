@@ -183,7 +183,7 @@ class AnswerEngine:
         plan.prefix = compose.summary_listing(groups)
         plan.prompt = compose.summary_prompt(topic, plan.sources[:6])
         plan.prose_heading = "**Overview.** "
-        plan.max_tokens = 200
+        plan.max_tokens = 140
         return plan
 
     def _plan_compare(self, message, focus, filters) -> TurnPlan:
@@ -211,7 +211,7 @@ class AnswerEngine:
             plan.notices.append("Not found in this collection: " + ", ".join(f"“{m}”" for m in missing) + ".")
         if not papers:
             return self._abstain(plan, message, plan.retrieved)
-        plan.sources = self._sources(papers, message, n_sentences=3)
+        plan.sources = self._sources(papers, message, n_sentences=2)
         if len(papers) == 1:
             plan.intent = "compare"
             only = plan.sources[0]
@@ -222,6 +222,7 @@ class AnswerEngine:
         plan.prefix = compose.compare_table(plan.sources)
         plan.prompt = compose.compare_prompt(plan.sources)
         plan.prose_heading = "**Verdict.** "
+        plan.max_tokens = 120
         return plan
 
     # ------------------------------------------------------------------ helpers
