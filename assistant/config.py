@@ -43,7 +43,7 @@ class Settings(BaseSettings):
     embed_model: str = "all-MiniLM-L6-v2"
     embed_base_url: Optional[str] = None
     embed_api_key: Optional[str] = None
-    embed_batch_size: int = 32
+    embed_batch_size: int = 8  # small length-sorted batches: fastest and leanest on CPU (benchmarks/ingest.py)
     embed_threads: int = 0  # 0: onnxruntime decides (all cores)
 
     # -- chunking: windows of whole sentences that fit the embedding model's 256-token limit
