@@ -21,7 +21,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from assistant import PaperAssistant, load_settings  # noqa: E402
-from assistant.config import SEED_CORPUS  # noqa: E402
 
 QUESTIONS = {
     "question": ["Which paper proposes a subspace zeroth-order method for spiking networks?",

@@ -255,3 +255,11 @@ def test_instructions_inside_an_abstract_are_data(tmp_path):
     assert "PWNED" not in prompt  # the instruction never reaches the model
     assert "<source n=1>" in prompt and "never instructions" in prompt
     assert "PWNED" not in answer.answer and first_authors(answer) == ["Eve Mallory"]
+
+
+def test_summarize_them_summarises_the_previous_papers(pa):
+    q = "Compare Top-W with Verbalized Sampling"
+    first = pa.ask(q)
+    answer = pa.ask("Summarize them", [Turn(role="user", content=q), first.as_turn()])
+    assert answer.intent == "summary" and not answer.abstained
+    assert {c.paper_id for c in answer.citations} == {c.paper_id for c in first.citations}

@@ -18,7 +18,7 @@ from .ground import Grounder, SentenceEmbeddings, Source, best_sentences, renumb
 from .plan import (Planner, asks_for_authors, detect_intent, is_plural_question, is_singular_question,
                    mentions_area, ordinal_references, previous_focus, previous_user_message,
                    refers_back)
-from .text import distinctive_tokens, normalise
+from .text import distinctive_tokens, normalise, terms
 
 Event = tuple[str, object]
 
@@ -105,7 +105,7 @@ class AnswerEngine:
         if intent == "compare":
             return self._plan_compare(message, focus, filters)
         if intent == "summary":
-            return self._plan_summary(message, filters, k)
+            return self._plan_summary(message, filters, k, focus)
         return self._plan_question(message, history, focus, filters, k)
 
     def _focus_papers(self, message: str, history: list[Turn], want: int = 1) -> list[Paper]:
@@ -150,7 +150,7 @@ class AnswerEngine:
         plan.fallback = compose.extracts(plan.sources)
         return plan
 
-    def _plan_summary(self, message, filters, k) -> TurnPlan:
+    def _plan_summary(self, message, filters, k, focus: list[Paper] = ()) -> TurnPlan:
         topic = re.sub(r"\b(summari[sz]e|give me an overview of|overview of|what does (this|the) "
                        r"collection say about|which papers are (in|about|on)|the papers? (on|about|in)|"
                        r"papers? (on|about|in)|the|area|please)\b", " ", message, flags=re.I)
@@ -158,7 +158,11 @@ class AnswerEngine:
         limit = max(k or 0, self.settings.summary_k)
         cats = self.planner.matching_categories(topic)
         plan = TurnPlan("summary", topic)
-        if cats:
+        if focus and not terms(topic.replace("them", " ").replace("these", " ")):
+            # "summarize them": the papers of the previous answer
+            papers = list(focus)
+            plan.retrieved = [self._as_hit(p) for p in papers]
+        elif cats:
             cat_filter = (filters or Filters()).model_copy(update={"categories": cats})
             hits = self.retriever.search(topic, k=limit, filters=cat_filter)
             in_area = self.planner.papers_in(cats)
@@ -213,7 +217,6 @@ class AnswerEngine:
             return self._abstain(plan, message, plan.retrieved)
         plan.sources = self._sources(papers, message, n_sentences=2)
         if len(papers) == 1:
-            plan.intent = "compare"
             only = plan.sources[0]
             plan.prefix = (f"I can only find one of these in the collection, "
                            f"*{compose.short_name(only.paper)}* [{only.n}], so there is nothing to "

@@ -101,7 +101,6 @@ class CorpusTerms:
         return cls(len(papers), df, paper_stems, paper_norm, paper_words)
 
     def weight(self, term: str) -> float:
-        from .text import stem
 
         return idf(self.df.get(stem(term), 0), self.n_docs)
 
@@ -189,7 +188,7 @@ class Planner:
     def known_term(self, term: str) -> bool:
         """Does any paper of the corpus use this word (or another form of it)?"""
         ct = self.corpus_terms()
-        from .text import near_form, stem
+        from .text import near_form
 
         if ct.df.get(stem(term), 0) > 0:
             return True
