@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..types import Paper
-from .text import normalise, shorten, split_sentences, stems, terms
+from .text import normalise, split_sentences, stems, terms
 
 MARKER_RE = re.compile(r"\[(\d+(?:\s*[,;–-]\s*\d+)*)\]")
 NUMBER_RE = re.compile(r"(?<![A-Za-z])\d+(?:\.\d+)?%?")
@@ -65,10 +65,6 @@ def metadata_line(paper: Paper) -> str:
 
 def safe_sentences(paper: Paper) -> list[str]:
     return [s for s in split_sentences(paper.abstract) if not INJECTION_RE.search(s)]
-
-
-def has_injection(paper: Paper) -> bool:
-    return bool(INJECTION_RE.search(paper.abstract))
 
 
 def best_sentences(paper: Paper, query: str, embed: SentenceEmbeddings, n: int) -> list[str]:
@@ -202,9 +198,3 @@ def renumber(text: str, order: list[int]) -> str:
     mapping = {old: i + 1 for i, old in enumerate(order)}
     return MARKER_RE.sub(lambda m: "".join(f"[{mapping[n]}]" for n in parse_markers(m.group(1))
                                            if n in mapping), text)
-
-
-def extract_line(source: Source, n_sentences: int = 2, words: int = 45) -> str:
-    """An extract for answers without a model: the best sentences, shortened, cited."""
-    text = " ".join(source.sentences[:n_sentences]) or source.paper.abstract
-    return f"{shorten(text, words)} [{source.n}]"
