@@ -67,13 +67,15 @@ bench: install
 	$(PY) benchmarks/ingest.py
 	$(PY) benchmarks/answer.py
 
-# the shared dev set, then our own held-out set (tests/data/seed_heldout.jsonl), on a fresh seed store
+# The shared dev set through the shared scorer (the `ask --json` contract), then every question set
+# on every corpus (seed, arxiv_math, ml_conf, SciFact claims): hit rate, precision and refusals
+# per corpus and per kind. EVAL_BACKEND=local scores the answers of the packaged model.
+EVAL_BACKEND ?= none
 eval: install
 	rm -rf /tmp/paper-assistant-eval && $(VENV)/bin/paper-assistant ingest --quiet --store /tmp/paper-assistant-eval assistant/data/seed_corpus.txt
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH python3 ../shared/eval/score.py ../shared/eval/seed_dev.jsonl --show \
-	  --cmd "paper-assistant ask --json --store /tmp/paper-assistant-eval"
-	PATH=$(CURDIR)/$(VENV)/bin:$$PATH python3 ../shared/eval/score.py tests/data/seed_heldout.jsonl --show \
-	  --cmd "paper-assistant ask --json --store /tmp/paper-assistant-eval"
+	  --cmd "paper-assistant ask --json --backend $(EVAL_BACKEND) --store /tmp/paper-assistant-eval"
+	$(PY) benchmarks/evaluate.py --all --backend $(EVAL_BACKEND)
 
 clean:
 	rm -rf $(VENV) vectorstore/* .pytest_cache

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Literal, Optional
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # Offline by default: no library may reach a model hub or phone home at run time.
@@ -30,8 +30,28 @@ def default_cache_dir() -> Path:
     return Path(base) / "paper-assistant"
 
 
+class RelevancePolicy(BaseModel):
+    """How the calibrated relevance model's probabilities become decisions (answer/relevance.py).
+
+    Env: PAPER_ASSISTANT_RELEVANCE__THRESHOLD=0.6 and so on."""
+
+    threshold: Optional[float] = Field(
+        None, description="Probability a paper needs to be cited. None: the threshold shipped with "
+                          "the model, chosen on held-out pairs for at most 2% answered "
+                          "out-of-corpus questions (benchmarks/calibrate_relevance.py).")
+    candidates: int = Field(20, description="Papers retrieved and judged for a question.")
+    second_ratio: float = Field(
+        0.8, description="A second paper joins a singular-or-unspecified question's answer when its "
+                         "probability is at least this share of the best one's.")
+    max_papers: int = Field(3, description="Papers an ordinary question's answer may cite.")
+    max_papers_plural: int = Field(5, description="Papers a question asking for papers may cite.")
+    summary_candidates: int = Field(80, description="Papers retrieved and judged for a summary.")
+    summary_max: int = Field(40, description="Papers a summary may cite.")
+
+
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="PAPER_ASSISTANT_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="PAPER_ASSISTANT_", extra="ignore",
+                                      env_nested_delimiter="__")
 
     # -- store
     store_dir: Path = Path("vectorstore")
@@ -71,13 +91,11 @@ class Settings(BaseSettings):
     temperature: float = 0.1
     n_ctx: int = 4096
     n_threads: int = 0  # 0: all cores
-    summary_k: int = 10
+    theme_similarity: float = 0.45  # a summary's themes: groups of papers at least this similar (cosine)
+    max_themes: int = 6
     compare_max: int = 4
     evidence_sentences: int = 2  # sentences of each paper given to the model (time to first token)
-    # Relevance gate (see answer/plan.py): a question is answered only when its best paper
-    # clears these. Calibrated by benchmarks/calibrate_abstain.py, not on the dev questions.
-    min_dense: float = 0.40
-    min_lexical: float = 0.45
+    relevance: RelevancePolicy = Field(default_factory=RelevancePolicy)
     min_support: float = 0.3  # grounding: a cited sentence needs this much support
 
     def resolved_llm_api_key(self) -> Optional[str]:

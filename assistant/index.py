@@ -30,6 +30,7 @@ import numpy as np
 
 from .config import Settings
 from .embed import MINILM_MAX_TOKENS, count_tokens, embed_texts, make_embedder, model_signature
+from .stats import CorpusStats
 from .types import Chunk, Filters, Paper
 
 SCHEMA_VERSION = 1
@@ -237,6 +238,7 @@ class Store:
         self._cache_revision: Optional[str] = None
         self._bm25: Optional[Bm25Index] = None
         self._papers: dict[str, Paper] = {}
+        self._stats: Optional[CorpusStats] = None
         if rebuild:  # `ingest --rebuild`: whatever model built the store, start it afresh
             self.delete_all()
         else:
@@ -380,6 +382,7 @@ class Store:
         self._cache_revision = None
         self._bm25 = None
         self._papers = {}
+        self._stats = None
 
     def _ensure_cache(self, force: bool = False) -> None:
         with self._lock:
@@ -398,6 +401,7 @@ class Store:
             self._bm25 = Bm25Index.load(self.cache_dir)
             rows = json.loads((self.cache_dir / "papers.json").read_text())
             self._papers = {r["paper_id"]: Paper(**r) for r in rows}
+            self._stats = None
         except Exception:
             return False  # a damaged cache is rebuilt from Chroma, the source of truth
         self._cache_revision = revision
@@ -438,6 +442,7 @@ class Store:
         shutil.rmtree(self.cache_dir, ignore_errors=True)
         tmp.rename(self.cache_dir)
         self._bm25, self._papers, self._cache_revision = bm25, papers, revision
+        self._stats = None
 
     # -- reading
     def bm25(self) -> Bm25Index:
@@ -448,6 +453,14 @@ class Store:
     def papers(self) -> dict[str, Paper]:
         self._ensure_cache()
         return self._papers
+
+    def corpus_stats(self) -> CorpusStats:
+        """Document frequencies, authors and vocabulary of the current revision."""
+        with self._lock:
+            self._ensure_cache()
+            if self._stats is None:
+                self._stats = CorpusStats.build(self._papers.values())
+            return self._stats
 
     def paper(self, paper_id: str) -> Optional[Paper]:
         return self.papers().get(paper_id)
@@ -474,6 +487,20 @@ class Store:
                                         res["metadatas"][0], res["distances"][0]):
             out.append((cid, meta["paper_id"], 1.0 - float(dist), doc))
         return out
+
+    def paper_vectors(self, paper_ids: list[str]) -> np.ndarray:
+        """Each paper's mean chunk embedding, in the order given (zeros for unknown ids)."""
+        dim = int(self._collection_meta().get("dim") or 0)
+        if not paper_ids:
+            return np.zeros((0, dim), dtype=np.float32)
+        res = self.collection.get(where={"paper_id": {"$in": list(paper_ids)}},
+                                  include=["embeddings", "metadatas"])
+        sums: dict[str, np.ndarray] = {}
+        for emb, meta in zip(res["embeddings"], res["metadatas"]):
+            v = np.asarray(emb, dtype=np.float32)
+            sums[meta["paper_id"]] = sums.get(meta["paper_id"], 0) + v
+        dim = dim or next((len(v) for v in sums.values()), 0)
+        return np.stack([sums.get(pid, np.zeros(dim, dtype=np.float32)) for pid in paper_ids])
 
     def chunk_texts(self, chunk_ids: list[str]) -> dict[str, str]:
         if not chunk_ids:

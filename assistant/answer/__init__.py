@@ -15,10 +15,12 @@ from ..retrieve import Retriever
 from ..types import Answer, Citation, Filters, Hit, Intent, Paper, Turn
 from . import compose
 from .ground import Grounder, SentenceEmbeddings, Source, best_sentences, renumber, MARKER_RE, parse_markers
-from .plan import (Planner, asks_for_authors, detect_intent, is_plural_question, is_singular_question,
-                   mentions_area, ordinal_references, previous_focus, previous_user_message,
-                   refers_back)
-from .text import distinctive_tokens, normalise, terms
+from .plan import (asks_for_authors, compare_targets, is_plural_question, is_singular_question,
+                   ordinal_references, previous_focus, previous_user_message, refers_back)
+from .query import detect_intent, topic_of
+from .relevance import Judge, Judged, authors_named
+from .themes import Theme, themes
+from ..text import distinctive_tokens, normalise, terms
 
 Event = tuple[str, object]
 
@@ -45,8 +47,9 @@ class AnswerEngine:
         self.settings = settings
         self.retriever = retriever
         self.store = retriever.store
-        self.planner = Planner(self.store, settings.min_dense, settings.min_lexical)
         self.embed = SentenceEmbeddings(self.store.embedder)
+        self.policy = settings.relevance
+        self.judge = Judge(self.store.corpus_stats, self.policy, embed=self.embed)
         self.grounder = Grounder(self.embed, settings.min_support)
         self._llm = None
         self._llm_error: Optional[str] = None
@@ -98,9 +101,6 @@ class AnswerEngine:
              filters: Optional[Filters], k: Optional[int]) -> TurnPlan:
         message = message.strip()
         intent: Intent = mode if mode in ("question", "summary", "compare") else detect_intent(message)
-        if (intent == "question" and mentions_area(message)
-                and self.planner.matching_categories(message)):
-            intent = "summary"  # "which papers are in the X area?" asks for the area's papers
         focus = self._focus_papers(message, history, want=2 if intent == "compare" else 1)
         if intent == "compare":
             return self._plan_compare(message, focus, filters)
@@ -135,14 +135,13 @@ class AnswerEngine:
                                                   previous=previous_user_message(history))
             plan.fallback = compose.extracts(sources)
             return plan
-        hits = self.retriever.search(message, k=k, filters=filters)
-        hits += self._papers_of_named_authors(message, hits, filters)
-        chosen = self.planner.choose(message, hits, singular=is_singular_question(message),
-                                     plural=is_plural_question(message))
+        hits, judged = self._judged(message, filters, max(k, self.policy.candidates))
+        chosen = self.judge.choose(judged, singular=is_singular_question(message),
+                                   plural=is_plural_question(message))
         plan = TurnPlan("question", message, retrieved=hits)
         if not chosen:
-            return self._abstain(plan, message, hits)
-        plan.sources = self._sources([r.hit.paper for r in chosen], message)
+            return self._abstain(plan, message, judged)
+        plan.sources = self._sources([j.paper for j in chosen], message)
         if asks_for_authors(message):
             plan.prefix = compose.authors_answer(plan.sources)
             return plan
@@ -151,59 +150,45 @@ class AnswerEngine:
         return plan
 
     def _plan_summary(self, message, filters, k, focus: list[Paper] = ()) -> TurnPlan:
-        topic = re.sub(r"\b(summari[sz]e|give me an overview of|overview of|what does (this|the) "
-                       r"collection say about|which papers are (in|about|on)|the papers? (on|about|in)|"
-                       r"papers? (on|about|in)|the|area|please)\b", " ", message, flags=re.I)
-        topic = " ".join(topic.replace("?", " ").replace(".", " ").split()) or message
-        limit = max(k or 0, self.settings.summary_k)
-        cats = self.planner.matching_categories(topic)
+        topic = topic_of(message)
         plan = TurnPlan("summary", topic)
         if focus and not terms(topic.replace("them", " ").replace("these", " ")):
             # "summarize them": the papers of the previous answer
-            papers = list(focus)
+            papers, matching = list(focus), len(focus)
             plan.retrieved = [self._as_hit(p) for p in papers]
-        elif cats:
-            cat_filter = (filters or Filters()).model_copy(update={"categories": cats})
-            hits = self.retriever.search(topic, k=limit, filters=cat_filter)
-            in_area = self.planner.papers_in(cats)
-            if filters and not filters.is_empty():
-                allowed = self.store.allowed_papers(filters) or set()
-                in_area = [p for p in in_area if p.paper_id in allowed]
-            order = {h.paper.paper_id: i for i, h in enumerate(hits)}
-            papers = sorted(in_area, key=lambda p: order.get(p.paper_id, len(order)))[:limit]
-            plan.retrieved = hits + [self._as_hit(p) for p in papers if p.paper_id not in order]
-            if len(in_area) > limit:
-                plan.notices.append(f"Showing the {limit} most relevant of {len(in_area)} papers in {', '.join(cats)}.")
         else:
-            hits = self.retriever.search(topic, k=limit, filters=filters)
+            hits, judged = self._judged(topic, filters, max(k or 0, self.policy.summary_candidates))
             plan.retrieved = hits
-            papers = [r.hit.paper for r in self.planner.judge(topic, hits) if r.relevant]
-        if not papers:
-            return self._abstain(plan, topic, plan.retrieved)
-        plan.sources = self._sources(papers, topic, n_sentences=1)
-        groups: dict[str, list[Source]] = {}
-        for s in plan.sources:
-            groups.setdefault(theme_of(s.paper), []).append(s)
-        plan.prefix = compose.summary_listing(groups)
-        plan.prompt = compose.summary_prompt(topic, plan.sources[:6])
-        plan.prose_heading = "**Overview.** "
-        plan.max_tokens = 140
+            relevant = self.judge.relevant(judged)
+            papers, matching = [j.paper for j in relevant[: self.policy.summary_max]], len(relevant)
+            if not papers:
+                return self._abstain(plan, topic, judged)
+        grouped = self._themes(papers, topic)
+        plan.sources = self._sources([p for t in grouped for p in t.papers], topic, n_sentences=1)
+        by_id = {s.paper.paper_id: s for s in plan.sources}
+        themed = [(t.name, [by_id[p.paper_id] for p in t.papers]) for t in grouped]
+        plan.prefix = compose.summary_listing(topic, themed, matching, len(self.store.papers()))
+        plan.prompt = compose.summary_prompt(topic, themed)
+        plan.prose_heading = "**Synthesis.** "
+        plan.max_tokens = 45 * len(themed)
         return plan
+
+    def _themes(self, papers: list[Paper], topic: str) -> list[Theme]:
+        vectors = self.store.paper_vectors([p.paper_id for p in papers])
+        return themes(papers, vectors, topic, self.store.corpus_stats(),
+                      self.settings.theme_similarity, self.settings.max_themes)
 
     def _plan_compare(self, message, focus, filters) -> TurnPlan:
         plan = TurnPlan("compare", message)
         papers: list[Paper] = list(focus)
         missing: list[str] = []
-        targets = self.planner.compare_targets(message)
-        for target in targets:
+        for target in compare_targets(message):
             if any(self._names_paper(target, p) for p in papers):
                 continue
-            hits = self.retriever.search(target, k=3, filters=filters)
-            judged = sorted((r for r in self.planner.judge(target, hits) if r.relevant),
-                            key=lambda r: (-int(r.name_match), -r.strength))
-            plan.retrieved.extend(h for h in hits if h not in plan.retrieved)
-            found = next((r.hit.paper for r in judged
-                          if r.hit.paper.paper_id not in {p.paper_id for p in papers}), None)
+            hits, judged = self._judged(target, filters, self.policy.candidates)
+            plan.retrieved.extend(h for h in hits[:3] if h not in plan.retrieved)
+            found = next((j.paper for j in self.judge.relevant(judged)
+                          if j.paper.paper_id not in {p.paper_id for p in papers}), None)
             if found is None:
                 missing.append(target)
             else:
@@ -214,7 +199,7 @@ class AnswerEngine:
         if missing:
             plan.notices.append("Not found in this collection: " + ", ".join(f"“{m}”" for m in missing) + ".")
         if not papers:
-            return self._abstain(plan, message, plan.retrieved)
+            return self._abstain(plan, message, [])
         plan.sources = self._sources(papers, message, n_sentences=2)
         if len(papers) == 1:
             only = plan.sources[0]
@@ -229,13 +214,20 @@ class AnswerEngine:
         return plan
 
     # ------------------------------------------------------------------ helpers
+    def _judged(self, query: str, filters: Optional[Filters], n: int) -> tuple[list[Hit], list[Judged]]:
+        """Candidates for `query` (plus every paper of an author it names), judged best first."""
+        hits = self.retriever.search(query, k=n, filters=filters)
+        hits += self._papers_of_named_authors(query, hits, filters)
+        return hits, self.judge.judge(query, hits)
+
     def _papers_of_named_authors(self, message: str, hits: list[Hit],
                                  filters: Optional[Filters]) -> list[Hit]:
         """Every paper of an author the message names, even those retrieval ranked low."""
         have = {h.paper.paper_id for h in hits}
         allowed = self.store.allowed_papers(filters)
         extra = []
-        for pid in sorted(self.planner.papers_by(self.planner.authors_named(message)) - have):
+        stats = self.store.corpus_stats()
+        for pid in sorted(stats.papers_by(authors_named(message, stats)) - have):
             paper = self.store.paper(pid)
             if paper is not None and (allowed is None or pid in allowed):
                 extra.append(self._as_hit(paper))
@@ -260,10 +252,11 @@ class AnswerEngine:
     def _as_hit(paper: Paper) -> Hit:
         return Hit(paper=paper, score=1.0, snippet=paper.abstract[:300])
 
-    def _abstain(self, plan: TurnPlan, topic: str, hits: list[Hit]) -> TurnPlan:
+    def _abstain(self, plan: TurnPlan, topic: str, judged: list[Judged]) -> TurnPlan:
+        """Nothing passed the gate: say so, cite nothing, name the closest papers."""
         plan.abstain = True
         plan.sources = []
-        plan.prefix = compose.abstain_text(topic, [h.paper for h in hits[:2]])
+        plan.prefix = compose.abstain_text(topic, [j.paper for j in judged[:2]])
         return plan
 
     def _get_llm(self, notices: list[str]):
@@ -346,11 +339,3 @@ class AnswerEngine:
             ev = evidence.get(old) or (src.sentences[0] if src.sentences else "")
             citations.append(Citation.from_paper(new, src.paper, evidence=ev))
         return text, citations
-
-
-def theme_of(paper: Paper) -> str:
-    """A summary's themes are the corpus's own categories (their subarea when present)."""
-    if not paper.category:
-        return "Other"
-    parts = [p.strip() for p in paper.category.split("·")]
-    return parts[-1] if parts[-1] else paper.category

@@ -12,7 +12,7 @@ from typing import Optional
 from ..prompts import render
 from ..types import Paper
 from .ground import Source, safe_sentences
-from .text import shorten
+from ..text import shorten
 
 ASPECTS = {
     "Problem": re.compile(r"\b(however|yet|challeng|problem|limit|bottleneck|remains|difficult|"
@@ -47,8 +47,12 @@ def question_prompt(question: str, sources: list[Source], previous: str = "") ->
     return render("question", sources=sources_text(sources), question=question)
 
 
-def summary_prompt(topic: str, sources: list[Source]) -> str:
-    return render("summary", sources=sources_text(sources), topic=topic)
+def summary_prompt(topic: str, themes: list[tuple[str, list[Source]]], per_theme: int = 2) -> str:
+    """One synthesis sentence per theme, over the first papers of each theme."""
+    shown = [s for _, group in themes for s in group[:per_theme]]
+    listing = "\n".join(f"- {name}: " + ", ".join(f"[{s.n}]" for s in group[:per_theme])
+                        for name, group in themes)
+    return render("summary", sources=sources_text(shown), topic=topic, themes=listing)
 
 
 def compare_prompt(sources: list[Source]) -> str:
@@ -106,10 +110,14 @@ def compare_table(sources: list[Source]) -> str:
     return "\n".join([header, rule, *rows])
 
 
-def summary_listing(groups: dict[str, list[Source]]) -> str:
-    """The papers of the area grouped by theme, one cited line each."""
-    lines = []
-    for theme, sources in groups.items():
+def summary_listing(topic: str, themes: list[tuple[str, list[Source]]], matching: int,
+                    collection: int) -> str:
+    """How many papers match, then the papers grouped by theme, one cited line each."""
+    shown = sum(len(g) for _, g in themes)
+    more = f"; the {shown} most relevant are below" if matching > shown else ""
+    lines = [f"{matching} of the {collection} papers in this collection are about "
+             f"*{shorten(topic, 12)}*{more}.", ""]
+    for theme, sources in themes:
         lines.append(f"**{theme}**")
         for s in sources:
             # what the paper does says more in a listing than its opening sentence

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..types import Paper
-from .text import normalise, split_sentences, stems, terms
+from ..text import normalise, split_sentences, stems, terms
 
 MARKER_RE = re.compile(r"\[(\d+(?:\s*[,;–-]\s*\d+)*)\]")
 NUMBER_RE = re.compile(r"(?<![A-Za-z])\d+(?:\.\d+)?%?")

@@ -1,0 +1,254 @@
+"""Which retrieved papers are about the question: a calibrated model, not hand-set weights.
+
+For each (question, candidate paper) we measure the retrieval evidence — dense similarity,
+BM25, IDF-weighted coverage of the question's terms, names, rank and gaps to the best
+candidate — and a logistic model fitted on labelled pairs (`benchmarks/calibrate_relevance.py`)
+turns it into a probability. The same probability gates an answer (refuse when no candidate
+reaches the policy's threshold), orders the papers an answer rests on, and selects the papers
+of a summary. The fitted model ships as `assistant/data/relevance_model.json` with the
+provenance of its training data.
+
+Authors named in the question stay a rule (their papers are relevant): names are exact
+evidence, and the calibration data shows no case where a named author's paper was not wanted.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from ..config import DATA_DIR, RelevancePolicy
+from ..stats import CorpusStats, PaperTerms
+from ..text import distinctive_tokens, normalise, split_sentences, terms
+from ..types import Hit
+
+MODEL_PATH = DATA_DIR / "relevance_model.json"
+
+# Capitalised words that start questions; never surnames.
+NOT_NAMES = {"which", "what", "compare", "summarize", "summarise", "tell", "paper", "papers",
+             "does", "how", "who", "where", "when", "show", "give", "list", "find", "contrast",
+             "is", "are", "the", "and", "with", "between", "versus", "about"}
+
+FEATURES = (
+    "dense",          # cosine of the paper's best chunk with the question
+    "dense_gap",      # best candidate's cosine minus this one's
+    "dense_z",        # how far this cosine stands above the candidates' mean, in their spread
+    "sent",           # cosine of the paper's closest sentence (or title) with the question
+    "fused_gap",      # best fused score minus this one's
+    "bm25_rel",       # BM25 over the best BM25 among the candidates
+    "coverage",       # IDF-weighted share of the question's terms the paper uses
+    "coverage_n",     # plain share of the question's terms the paper uses
+    "missing_idf",    # rarest question term the paper lacks (IDF / max IDF; 0 when none)
+    "unknown_mass",   # IDF share of question terms no paper of the corpus uses
+    "n_terms",        # log(1 + content terms in the question)
+    "rank",           # log(1 + fused rank)
+    "name_asked",     # the question names something (acronym, CamelCase, digits)
+    "name_match",     # ... and this paper uses that name
+    "dense_lead",     # cosine minus the best other candidate's: does this paper stand out?
+    "cov_lead",       # coverage minus the best other candidate's
+    "sent_gap",       # best candidate's sentence cosine minus this one's
+)
+
+SentenceEmbedder = Callable[[list[str]], np.ndarray]
+
+
+@dataclass
+class QueryTerms:
+    """What the question asks about, measured once against the corpus."""
+
+    text: str
+    terms: list[str]
+    weights: list[float]
+    unknown_mass: float
+    names: list[str]
+
+    @classmethod
+    def of(cls, query: str, stats: CorpusStats) -> "QueryTerms":
+        q_terms = list(dict.fromkeys(terms(query)))
+        weights = [stats.idf(t) for t in q_terms]
+        total = sum(weights) or 1.0
+        unknown = sum(w for t, w in zip(q_terms, weights) if not stats.known(t)) / total
+        return cls(query, q_terms, weights, unknown, [n.lower() for n in distinctive_tokens(query)])
+
+
+@dataclass
+class Judged:
+    """A candidate paper with the model's probability that it is about the question."""
+
+    hit: Hit
+    p: float
+    features: dict[str, float] = field(default_factory=dict)
+    author_match: bool = False
+
+    @property
+    def paper(self):
+        return self.hit.paper
+
+
+@dataclass
+class RelevanceModel:
+    """Standardised logistic regression over FEATURES (weights fitted offline)."""
+
+    features: list[str]
+    mean: np.ndarray
+    scale: np.ndarray
+    coef: np.ndarray
+    intercept: float
+    threshold: float
+    provenance: dict
+
+    @classmethod
+    def load(cls, path: Path = MODEL_PATH) -> "RelevanceModel":
+        raw = json.loads(Path(path).read_text())
+        return cls(raw["features"], np.array(raw["mean"]), np.array(raw["scale"]),
+                   np.array(raw["coef"]), float(raw["intercept"]), float(raw["threshold"]),
+                   raw.get("provenance", {}))
+
+    def to_json(self) -> dict:
+        return {"features": self.features, "mean": self.mean.tolist(), "scale": self.scale.tolist(),
+                "coef": self.coef.tolist(), "intercept": self.intercept,
+                "threshold": self.threshold, "provenance": self.provenance}
+
+    def proba(self, rows: np.ndarray) -> np.ndarray:
+        z = ((rows - self.mean) / self.scale) @ self.coef + self.intercept
+        return 1.0 / (1.0 + np.exp(-z))
+
+
+@lru_cache(maxsize=1)
+def default_model() -> RelevanceModel:
+    return RelevanceModel.load(MODEL_PATH)
+
+
+def feature_rows(q: QueryTerms, hits: Sequence[Hit], sent: Sequence[float]) -> list[dict[str, float]]:
+    """FEATURES for each hit (in the hits' order, which is the fused ranking)."""
+    if not hits:
+        return []
+    dense = np.array([h.dense_score for h in hits])
+    fused = np.array([h.score for h in hits])
+    bm25_top = max(h.bm25_score for h in hits) or 1.0
+    spread = float(dense.std()) + 0.02
+    total_w = sum(q.weights) or 1.0
+    max_w = max(q.weights, default=1.0) or 1.0
+    rows = []
+    for rank, (h, s) in enumerate(zip(hits, sent)):
+        pt = PaperTerms.of(h.paper)
+        found = [pt.has(t) for t in q.terms]
+        missing = [w for w, f in zip(q.weights, found) if not f]
+        name_match = any(pt.has(n) for n in q.names)
+        rows.append({
+            "dense": h.dense_score,
+            "dense_gap": float(dense.max() - h.dense_score),
+            "dense_z": float((h.dense_score - dense.mean()) / spread),
+            "sent": s,
+            "fused_gap": float(fused.max() - h.score),
+            "bm25_rel": h.bm25_score / bm25_top,
+            "coverage": sum(w for w, f in zip(q.weights, found) if f) / total_w,
+            "coverage_n": sum(found) / len(found) if found else 0.0,
+            "missing_idf": max(missing) / max_w if missing else 0.0,
+            "unknown_mass": q.unknown_mass,
+            "n_terms": math.log1p(len(q.terms)),
+            "rank": math.log1p(rank),
+            "name_asked": float(bool(q.names)),
+            "name_match": float(name_match),
+        })
+    add_relative(rows)
+    return rows
+
+
+def add_relative(rows: list[dict[str, float]]) -> None:
+    """Features that compare each candidate with the others of the same question."""
+    for key, lead in (("dense", "dense_lead"), ("coverage", "cov_lead")):
+        values = [r[key] for r in rows]
+        for i, r in enumerate(rows):
+            others = values[:i] + values[i + 1:]
+            r[lead] = r[key] - max(others) if others else r[key]
+    best_sent = max(r["sent"] for r in rows)
+    for r in rows:
+        r["sent_gap"] = best_sent - r["sent"]
+
+
+def sentence_similarity(query: str, hits: Sequence[Hit], embed: Optional[SentenceEmbedder]) -> list[float]:
+    """Cosine of each paper's closest sentence or title with the question (0 without embedder)."""
+    if embed is None or not hits:
+        return [0.0] * len(hits)
+    texts = [[h.paper.title] + split_sentences(h.paper.abstract) for h in hits]
+    flat = [t for group in texts for t in group]
+    vectors = embed([query] + flat)
+    sims = vectors[1:] @ vectors[0]
+    out, i = [], 0
+    for group in texts:
+        out.append(float(sims[i:i + len(group)].max()))
+        i += len(group)
+    return out
+
+
+def authors_named(query: str, stats: CorpusStats) -> list[str]:
+    """Corpus author names in the question: a full name, or a surname written as a name
+    (capitalised, or long) — "the Khellaf paper", "What did Pontil work on?"."""
+    q = normalise(query)
+    found = [name for name in stats.authors if len(name) > 4 and name in q]
+    in_full = {w for name in found for w in name.split()}
+    for tok in re.findall(r"[^\W\d_][\w'-]*", query):
+        low = normalise(tok)
+        if low in NOT_NAMES or len(low) < 4 or low in in_full:
+            continue
+        if not (tok[0].isupper() or len(low) >= 7):
+            continue
+        found.extend(n for n in sorted(stats.surnames.get(low, ())) if n not in found)
+    return found
+
+
+class Judge:
+    """Scores candidates with the calibrated model and applies the relevance policy."""
+
+    def __init__(self, stats_source: Callable[[], CorpusStats], policy: RelevancePolicy,
+                 embed: Optional[SentenceEmbedder] = None, model: Optional[RelevanceModel] = None):
+        self.stats_source = stats_source
+        self.policy = policy
+        self.embed = embed
+        self.model = model or default_model()
+
+    @property
+    def threshold(self) -> float:
+        return self.policy.threshold if self.policy.threshold is not None else self.model.threshold
+
+    def judge(self, query: str, hits: Sequence[Hit]) -> list[Judged]:
+        """Every hit with its probability, best first; named authors' papers count as certain."""
+        if not hits:
+            return []
+        stats = self.stats_source()
+        q = QueryTerms.of(query, stats)
+        rows = feature_rows(q, hits, sentence_similarity(query, hits, self.embed))
+        matrix = np.array([[r[f] for f in self.model.features] for r in rows])
+        probs = self.model.proba(matrix)
+        by_author = stats.papers_by(authors_named(query, stats))
+        judged = [Judged(h, 1.0 if h.paper.paper_id in by_author else float(p), r,
+                         h.paper.paper_id in by_author)
+                  for h, p, r in zip(hits, probs, rows)]
+        return sorted(judged, key=lambda j: -j.p)
+
+    def relevant(self, judged: Sequence[Judged], threshold: Optional[float] = None) -> list[Judged]:
+        cut = self.threshold if threshold is None else threshold
+        return [j for j in judged if j.p >= cut]
+
+    def choose(self, judged: Sequence[Judged], singular: bool, plural: bool) -> list[Judged]:
+        """The papers an answer rests on: the best relevant one, plus close seconds (or, for a
+        question asking for papers in the plural, every relevant one up to the policy's cap)."""
+        passing = self.relevant(judged)
+        if not passing:
+            return []
+        authored = [j for j in passing if j.author_match]
+        if authored:
+            return authored[: self.policy.max_papers_plural]
+        if singular:
+            return passing[:1]
+        if plural:
+            return passing[: self.policy.max_papers_plural]
+        best = passing[0].p
+        return [j for j in passing if j.p >= best * self.policy.second_ratio][: self.policy.max_papers]

@@ -1,0 +1,153 @@
+"""Cited answers scored on question sets over the shared corpora, per corpus and per kind.
+
+    .venv/bin/python benchmarks/evaluate.py [SET ...] [--backend none|local] [--show] [--code DIR]
+
+SET is CORPUS:FILE (e.g. arxiv_math:benchmarks/questions/arxiv_math_dev.jsonl) or one of the
+names below; the default runs the dev sets of the seed, arxiv_math, ml_conf and SciFact corpora,
+`--all` the test sets too (benchmarks/questions/*_test.jsonl: written by a session that saw neither
+the code nor the calibration data; for final figures, never for tuning). Items are
+{"id", "kind", "turns": [...], "expect": [paper ids]}; only the last turn's answer is scored.
+
+  hit        an answerable item cites what it asks for: every expected paper for a comparison,
+             at least one for any other kind
+  recall     expected papers cited / expected papers (pooled)
+  precision  cited papers that were expected / cited papers (pooled)
+  refused    out-of-corpus items ("none") answered with no citation
+
+`--code DIR` imports the assistant from another checkout (a worktree of an older commit), so
+the figures before and after a change come from the same script, stores and questions.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+QUESTIONS = HERE / "questions"
+
+DEFAULT_SETS = {
+    "seed-dev": ("seed", HERE.parent.parent / "shared" / "eval" / "seed_dev.jsonl"),
+    "seed-heldout": ("seed", HERE.parent / "tests" / "data" / "seed_heldout.jsonl"),
+    "seed-test": ("seed", QUESTIONS / "seed_test.jsonl"),
+    "arxiv_math-dev": ("arxiv_math", QUESTIONS / "arxiv_math_dev.jsonl"),
+    "arxiv_math-test": ("arxiv_math", QUESTIONS / "arxiv_math_test.jsonl"),
+    "ml_conf-dev": ("ml_conf", QUESTIONS / "ml_conf_dev.jsonl"),
+    "ml_conf-test": ("ml_conf", QUESTIONS / "ml_conf_test.jsonl"),
+    "scifact-heldout": ("scifact", None),
+}
+
+
+def scifact_heldout_items(limit: int) -> list[dict]:
+    """SciFact train claims of the calibration's held-out split, asked as evidence questions."""
+    from calibrate_relevance import Labelled
+    from corpora import evidence_question, scifact_claims
+
+    items = []
+    for qid, claim, gold in scifact_claims():
+        if Labelled(f"sf-{qid}", "scifact", "pos", "").held_out():
+            items.append({"id": f"sf-{qid}", "kind": "claim", "turns": [evidence_question(claim)],
+                          "expect": sorted(gold)})
+    return items[:limit] if limit else items
+
+
+def load_items(corpus: str, path, pa, scifact_limit: int) -> list[dict]:
+    from corpora import read_jsonl, seed_ids_by_key
+
+    if path is None:
+        return scifact_heldout_items(scifact_limit)
+    items = read_jsonl(path)
+    if corpus == "seed":
+        keys = seed_ids_by_key(pa)
+        for it in items:
+            it["expect"] = [keys.get(e, e) for e in it["expect"]]
+    return items
+
+
+def run_item(pa, item: dict):
+    from assistant.types import Turn
+
+    history, answer = [], None
+    for turn in item["turns"]:
+        answer = pa.ask(turn, history)
+        history += [Turn(role="user", content=turn), answer.as_turn()]
+    return answer
+
+
+def score(items: list[dict], answers: dict) -> dict:
+    rows = defaultdict(lambda: {"n": 0, "hit": 0, "tp": 0, "cited": 0, "expected": 0})
+    for it in items:
+        cited = set(answers[it["id"]])
+        expect = set(it["expect"])
+        for key in (it["kind"], "all"):
+            r = rows[key]
+            r["n"] += 1
+            if it["kind"] == "none":
+                r["hit"] += not cited
+                continue
+            r["hit"] += expect <= cited if it["kind"] == "compare" else bool(cited & expect)
+            r["tp"] += len(cited & expect)
+            r["cited"] += len(cited)
+            r["expected"] += len(expect)
+    return rows
+
+
+def print_rows(name: str, rows: dict, seconds: float) -> None:
+    print(f"\n{name}  ({rows['all']['n']} items, {seconds:.0f} s)")
+    for kind, r in sorted(rows.items(), key=lambda kv: (kv[0] == "all", kv[0])):
+        if kind == "none":
+            print(f"  {kind:10s} n={r['n']:3d}  refused {r['hit'] / r['n']:.2f}")
+            continue
+        if kind == "all":
+            r = {**r, "n": r["n"] - rows.get("none", {"n": 0})["n"],
+                 "hit": r["hit"] - rows.get("none", {"hit": 0})["hit"]}
+        print(f"  {kind:10s} n={r['n']:3d}  hit {r['hit'] / max(r['n'], 1):.2f}  "
+              f"recall {r['tp'] / max(r['expected'], 1):.2f}  precision {r['tp'] / max(r['cited'], 1):.2f}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("sets", nargs="*")
+    ap.add_argument("--backend", default="none")
+    ap.add_argument("--show", action="store_true")
+    ap.add_argument("--all", action="store_true", help="also the test sets (final figures only)")
+    ap.add_argument("--code", default=None, help="import the assistant from this checkout")
+    ap.add_argument("--scifact-limit", type=int, default=150)
+    ap.add_argument("--json", default=None, help="also write the per-item results here")
+    args = ap.parse_args()
+    if args.code:
+        sys.path.insert(0, str(Path(args.code).resolve()))
+    sys.path.insert(1, str(HERE))
+    from corpora import available, open_corpus
+
+    chosen = args.sets or [s for s in DEFAULT_SETS if args.all or not s.endswith("-test")]
+    results = {}
+    for name in chosen:
+        corpus, path = DEFAULT_SETS[name] if name in DEFAULT_SETS else name.split(":", 1)
+        if not available(corpus) or (path is not None and not Path(path).exists()):
+            print(f"\n{name}: skipped (missing {corpus} corpus or {path})")
+            continue
+        pa = open_corpus(corpus, backend=args.backend)
+        items = load_items(corpus, path, pa, args.scifact_limit)
+        t0 = time.perf_counter()
+        answers = {}
+        for it in items:
+            ans = run_item(pa, it)
+            answers[it["id"]] = [c.paper_id for c in ans.citations]
+            if args.show:
+                ok = set(answers[it["id"]]) == set(it["expect"])
+                print(f"{'ok ' if ok else '   '}{it['id']:14s} {it['kind']:8s} expect={sorted(it['expect'])} "
+                      f"cited={answers[it['id']]}  | {it['turns'][-1][:80]}")
+        rows = score(items, answers)
+        print_rows(name, rows, time.perf_counter() - t0)
+        results[name] = {"rows": rows, "answers": answers}
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1, default=dict))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

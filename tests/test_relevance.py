@@ -1,0 +1,102 @@
+"""The calibrated relevance model: its file, its features, and its decisions on the seed corpus."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from assistant import PaperAssistant
+from assistant.answer.relevance import (FEATURES, MODEL_PATH, Judge, QueryTerms, RelevanceModel,
+                                        authors_named, default_model, feature_rows)
+from assistant.config import RelevancePolicy, load_settings
+from assistant.stats import CorpusStats
+from assistant.types import Hit, Paper
+
+
+def test_shipped_model_is_complete_and_says_where_it_came_from():
+    model = RelevanceModel.load(MODEL_PATH)
+    assert model.features and set(model.features) <= set(FEATURES)
+    assert len(model.coef) == len(model.features) == len(model.mean) == len(model.scale)
+    assert 0.0 < model.threshold < 1.0
+    prov = model.provenance
+    assert prov["fitted_by"] == "benchmarks/calibrate_relevance.py"
+    assert prov["held_out"]["false_all"] <= 0.021  # the threshold rule: <= 2% answered out-of-corpus
+    assert any("SciFact" in s for s in prov["sources"])
+
+
+def _hit(pid, abstract, dense, bm25, score, title=None):
+    return Hit(paper=Paper(paper_id=pid, title=title or pid, abstract=abstract), score=score,
+               snippet=abstract, dense_score=dense, bm25_score=bm25)
+
+
+def test_features_measure_coverage_missing_terms_and_names():
+    papers = [Paper(paper_id=str(i), title=f"t{i}", abstract=a) for i, a in enumerate(
+        ["Top-W truncates the vocabulary with Wasserstein geometry.",
+         "Sampling diversity of language models.", "Proteins fold.", "Graphs and cliques."])]
+    stats = CorpusStats.build(papers)
+    q = QueryTerms.of("What is Top-W vocabulary truncation?", stats)
+    hits = [_hit("0", papers[0].abstract, 0.6, 9.0, 0.9), _hit("1", papers[1].abstract, 0.3, 1.0, 0.3)]
+    rows = feature_rows(q, hits, [0.7, 0.2])
+    assert rows[0]["name_asked"] == rows[0]["name_match"] == 1.0
+    assert rows[1]["name_match"] == 0.0
+    assert rows[0]["coverage"] > 0.9 and rows[1]["coverage"] < 0.1
+    assert rows[0]["missing_idf"] == 0.0 and rows[1]["missing_idf"] > 0.5
+    assert rows[0]["dense_gap"] == 0.0 and rows[1]["dense_gap"] == pytest.approx(0.3)
+    assert rows[0]["rank"] == 0.0 and rows[1]["rank"] > 0
+    assert rows[1]["bm25_rel"] == pytest.approx(1 / 9)
+
+
+def test_unknown_words_are_measured_against_the_whole_corpus():
+    stats = CorpusStats.build([Paper(paper_id="a", title="a", abstract="Federated learning of models.")])
+    assert QueryTerms.of("federated learning", stats).unknown_mass == 0.0
+    assert QueryTerms.of("quantum chemistry", stats).unknown_mass == 1.0
+
+
+def test_the_model_is_a_logistic_regression_over_standardised_features():
+    m = RelevanceModel(["a", "b"], np.array([1.0, 0.0]), np.array([2.0, 1.0]), np.array([1.0, -1.0]),
+                       0.5, 0.5, {})
+    assert m.proba(np.array([[1.0, 0.0]]))[0] == pytest.approx(1 / (1 + np.exp(-0.5)))
+    assert m.proba(np.array([[5.0, 0.0]]))[0] > m.proba(np.array([[1.0, 3.0]]))[0]
+
+
+def test_policy_threshold_overrides_the_shipped_one(monkeypatch):
+    monkeypatch.setenv("PAPER_ASSISTANT_RELEVANCE__THRESHOLD", "0.9")
+    assert load_settings().relevance.threshold == 0.9
+    judge = Judge(lambda: CorpusStats(), RelevancePolicy(threshold=None))
+    assert judge.threshold == default_model().threshold
+
+
+@pytest.fixture()
+def judge(seed_assistant: PaperAssistant):
+    return seed_assistant.engine.judge, seed_assistant
+
+
+@pytest.mark.parametrize("question,first_author", [
+    # paraphrases with few of the abstract's words (issue: these were refused)
+    ("Which paper explains why preference tuning makes models agree with users too much?", "Itai Shapira"),
+    ("How can I estimate a treatment effect when hospital records cannot be pooled?", "Rémi Khellaf"),
+    ("What is Top-W?", "Arash Gholamidavoodi"),
+])
+def test_paraphrased_questions_pass_the_gate_with_the_right_paper_first(judge, question, first_author):
+    j, pa = judge
+    judged = j.judge(question, pa.search(question, k=20))
+    chosen = j.choose(judged, singular=True, plural=False)
+    assert chosen and chosen[0].paper.authors[0] == first_author
+
+
+@pytest.mark.parametrize("question", [
+    "Is there a theoretical analysis of dropout as a regularizer when training deep neural networks?",
+    "What is the boiling point of ethanol?",
+    "Which paper studies protein folding with diffusion models?",
+])
+def test_out_of_corpus_questions_pass_nothing(judge, question):
+    j, pa = judge
+    assert j.relevant(j.judge(question, pa.search(question, k=20))) == []
+
+
+def test_named_authors_papers_are_relevant(judge):
+    j, pa = judge
+    stats = pa.store.corpus_stats()
+    names = authors_named("What did Pontil work on?", stats)
+    assert names and all("pontil" in n for n in names)
+    judged = j.judge("What did Pontil work on?", pa.search("What did Pontil work on?", k=20))
+    assert len([x for x in judged if x.author_match and x.p == 1.0]) == 2

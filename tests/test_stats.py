@@ -1,0 +1,53 @@
+"""Corpus statistics: document frequencies, near forms, the author index."""
+from __future__ import annotations
+
+from assistant.stats import CorpusStats, PaperTerms
+from assistant.types import Paper
+
+
+def paper(pid: str, abstract: str, authors=(), title: str = "", category=None) -> Paper:
+    return Paper(paper_id=pid, title=title or pid, abstract=abstract, authors=list(authors),
+                 category=category)
+
+
+PAPERS = [
+    paper("a", "Sycophantic behaviour grows after preference optimisation.", ["Itai Shapira"]),
+    paper("b", "Federated learning with backdoor attacks on clients.", ["Zhixuan Ma", "Jie Wu"]),
+    paper("c", "Causal inference with federated data from hospitals.", ["Rémi Khellaf"]),
+]
+
+
+def test_document_frequency_counts_papers_not_occurrences():
+    stats = CorpusStats.build(PAPERS)
+    assert stats.n_docs == 3
+    assert stats.df["feder"] == 2  # stems: "federated" in b and c
+    assert stats.idf("federated") < stats.idf("sycophantic") < stats.max_idf()
+
+
+def test_known_terms_include_near_forms_but_not_absent_words():
+    stats = CorpusStats.build(PAPERS)
+    assert stats.known("sycophancy")  # near form of "sycophantic"
+    assert stats.known("hospitals")
+    assert not stats.known("dropout")
+
+
+def test_author_index_full_names_and_surnames():
+    stats = CorpusStats.build(PAPERS)
+    assert stats.papers_by(["zhixuan ma"]) == {"b"}
+    assert "rémi khellaf" in stats.surnames["khellaf"]
+
+
+def test_incremental_add_equals_a_build():
+    built = CorpusStats.build(PAPERS)
+    grown = CorpusStats()
+    for p in PAPERS:
+        grown.add(p)
+    assert grown.df == built.df and grown.n_docs == built.n_docs and grown.authors == built.authors
+
+
+def test_paper_terms_match_hyphenated_names_and_stems():
+    terms = PaperTerms.of(paper("k", "We study Kolmogorov--Arnold networks and their generalization."))
+    assert terms.has("kolmogorov-arnold")
+    assert terms.has("generalization")
+    assert terms.has("network")
+    assert not terms.has("transformer")
