@@ -17,9 +17,6 @@ import pytest
 
 from assistant import PaperAssistant, load_settings
 from assistant.server import create_app
-from assistant.types import Citation
-from assistant.ui import (bib_escape, bibtex_entries, bibtex_key, link_markers, make_filters,
-                          sources_panel)
 from servers import running_app
 
 # Gradio's queue uses pandas options that pandas 3 deprecates; not ours to fix.
@@ -105,59 +102,6 @@ def ask(page, question: str) -> dict:
     return {"sources": t_sources, "text": t_text, "final": time.perf_counter() - t0}
 
 
-# ----------------------------------------------------------------------------- pure helpers
-
-def test_link_markers_only_links_cited_numbers():
-    text = "A claim [1]. Another [2][3]. Not a source [7]. A link [x](y)."
-    out = link_markers(text, 4, [1, 2, 3])
-    assert '<a href="#src-4-1" class="cite"' in out
-    assert 'href="#src-4-2"' in out and 'href="#src-4-3"' in out
-    assert "[7]" in out and "#src-4-7" not in out
-
-
-def test_bibtex_export_round_trips_through_the_corpus_reader(tmp_path):
-    cites = [
-        Citation(number=1, paper_id="p1", title="Top-W: {Geometry} aware truncation",
-                 authors=["Arash Gholamidavoodi", "Navid Rezazadeh"], category="Deep Learning · LLMs",
-                 year=2025, title_is_derived=False, evidence="x"),
-        Citation(number=2, paper_id="p2", title="Federated learning backdoors",
-                 authors=["zhixuan ma"], category="Social Aspects · Security", title_is_derived=True),
-        Citation(number=1, paper_id="p1", title="dup", authors=[]),  # same paper again: once
-    ]
-    bib = bibtex_entries(cites)
-    assert bib.count("@misc{") == 2
-    assert bibtex_key(cites[0]) == "gholamidavoodi2025topw"
-    assert "author = {Arash Gholamidavoodi and Navid Rezazadeh}" in bib
-    assert r"\{Geometry\}" in bib and bib_escape("a{b}\\") == r"a\{b\}\textbackslash{}"
-    assert "keywords = {Social Aspects · Security}" in bib
-    path = tmp_path / "refs.bib"
-    path.write_text(bib, encoding="utf-8")
-    from assistant.corpus import read_papers
-
-    # the reader needs abstracts; add them to check that the rest of each entry parses
-    path.write_text(bib.replace("  title =", "  abstract = {An abstract.},\n  title ="), "utf-8")
-    papers = list(read_papers(path))
-    assert [p.authors for p in papers] == [["Arash Gholamidavoodi", "Navid Rezazadeh"], ["zhixuan ma"]]
-    assert papers[0].year == 2025
-
-
-def test_filters_from_controls():
-    assert make_filters([], [], None, None) is None
-    assert make_filters([], [], "", " ") is None  # empty year boxes
-    f = make_filters([CAUSALITY], "Josse", "2020", None)
-    assert f.categories == [CAUSALITY] and f.authors == ["Josse"] and f.year_min == 2020
-    import gradio as gr
-
-    with pytest.raises(gr.Error):
-        make_filters([], [], "last year", None)
-
-
-def test_sources_panel_shows_found_papers_while_waiting(pa):
-    hits = pa.search("federated learning backdoor", k=3)
-    html = sources_panel([], hits, pending="Found 3 papers — writing the answer…")
-    assert "Found 3 papers" in html and html.count("<li>") == 3
-
-
 # ----------------------------------------------------------------------------- gradio_client
 
 def test_gradio_client_chat_endpoint_with_follow_up(server):
@@ -193,6 +137,9 @@ def test_page_answers_with_marker_linked_to_its_source_card(page, pa):
     assert "Social Aspects · Security" in card.inner_text()
     assert card.locator("mark").inner_text().strip()  # the supporting sentence, highlighted
     assert card.locator(".label-badge").count() == 1  # the seed corpus has no titles: a label
+    assert "derived from its abstract" in card.locator(".label-badge").get_attribute("title")
+    legend = page.locator("#pa-sources .latest .label-legend")  # and the panel says what it is
+    assert legend.count() == 1 and "derived from the abstract" in legend.inner_text()
     # scroll the panel away from the card, then click the marker: the card comes into view
     page.evaluate("document.querySelector('#sources-panel').scrollTop = 0")
     page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
