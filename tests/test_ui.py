@@ -15,17 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from assistant import PaperAssistant, load_settings
 from assistant.server import create_app
-from servers import running_app
+from conftest import seeded_assistant
+from servers import CHROMIUM, CHROMIUM_ARGS, GRADIO_WARNINGS, running_app
 
-# Gradio's queue uses pandas options that pandas 3 deprecates; not ours to fix.
-pytestmark = [pytest.mark.filterwarnings("ignore:.*no_silent_downcasting.*"),
-              pytest.mark.filterwarnings("ignore:The copy keyword is deprecated.*")]
+pytestmark = [pytest.mark.filterwarnings(w) for w in GRADIO_WARNINGS]
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 CAUSALITY = "General Machine Learning · Causality"
 
@@ -45,10 +40,7 @@ GOOD_JSONL = [
 
 @pytest.fixture(scope="module")
 def pa(tmp_path_factory):
-    store = tmp_path_factory.mktemp("ui-store")
-    assistant = PaperAssistant(load_settings(llm_backend="none", store_dir=store))
-    assistant.ensure_corpus()
-    return assistant
+    return seeded_assistant(tmp_path_factory.mktemp("ui-store"))
 
 
 @pytest.fixture(scope="module")
