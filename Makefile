@@ -37,7 +37,7 @@ llama-wheel:
 	    llama-cpp-python==$(LLAMA_VERSION) -w $(LLAMA_WHEELS); }
 
 # Rebuilt only when the project's dependencies change, so a second `make install` is instant.
-$(STAMP): pyproject.toml Makefile
+$(STAMP): pyproject.toml setup.py Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip wheel
 	$(MAKE) --no-print-directory llama-wheel
