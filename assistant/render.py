@@ -41,7 +41,7 @@ def reference_line(c: Citation) -> str:
     title = title_markdown(c)
     year = f" ({c.year})" if c.year else ""
     authors = author_line(c.authors, 6)
-    bits = [authors + year, title] if authors else [title + year]
+    bits = [(authors + year).rstrip("."), title] if authors else [title + year]  # no "al.."
     bits += [x for x in (c.category, c.url) if x]
     return f"[{c.number}] " + ". ".join(bits) + f". id: {c.paper_id}"
 

@@ -51,6 +51,8 @@ def test_reference_lines():
     # a paper without authors starts with its title: no stray ". "
     nobody = Citation(number=3, paper_id="p3", title="Title", authors=[], year=2018)
     assert reference_line(nobody) == "[3] *Title* (2018). id: p3"
+    many = Citation(number=4, paper_id="p4", title="T", authors=list("ABCDEFG"))
+    assert reference_line(many) == "[4] A, B, C, D, E, F et al. *T*. id: p4"
     assert references_markdown([]) == ""
 
 
