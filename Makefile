@@ -26,7 +26,7 @@ endif
 LLAMA_KEY     := $(shell echo '$(LLAMA_VERSION) $(LLAMA_CMAKE)' | md5sum | cut -c1-10)
 LLAMA_WHEELS  := $(HOME)/.cache/paper-assistant/wheels/llama-$(LLAMA_KEY)
 
-.PHONY: install run test test-fast browser bench eval clean llama-wheel
+.PHONY: install run test test-fast screenshot browser bench eval clean llama-wheel
 
 install: $(STAMP)
 
@@ -37,7 +37,7 @@ llama-wheel:
 	    llama-cpp-python==$(LLAMA_VERSION) -w $(LLAMA_WHEELS); }
 
 # Rebuilt only when the project's dependencies change, so a second `make install` is instant.
-$(STAMP): pyproject.toml Makefile
+$(STAMP): pyproject.toml setup.py Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip wheel
 	$(MAKE) --no-print-directory llama-wheel
@@ -61,6 +61,11 @@ test: install browser
 
 test-fast: install
 	$(PY) -m pytest -q -ra -m "not slow and not browser"
+
+# Refresh the README's picture on purpose (the test suite writes its screenshot to a temp folder).
+screenshot: install browser
+	PAPER_ASSISTANT_SCREENSHOT=$(CURDIR)/docs/screenshot.png $(PY) -m pytest -q -m browser \
+	  tests/test_ui.py -k test_page_compare_renders_a_table_follow_up_and_exports
 
 bench: install
 	$(PY) benchmarks/retrieval.py

@@ -32,14 +32,12 @@ unavailable, 500 anything else (no traceback is sent).
 """
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import logging
-import threading
 import time
 import uuid
-from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Literal, Optional, Union
 
 from fastapi import APIRouter, Request
@@ -49,7 +47,10 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .types import Answer, Citation, Filters, Turn
+from .conversation import (MODES, AnswerMemory, make_filters, message_text, parse_mode,
+                           turns_from_messages)
+from .render import answer_meta, citations_json, hits_json
+from .types import Answer, Filters, Turn
 
 log = logging.getLogger("assistant.api")
 
@@ -148,13 +149,6 @@ class Message(BaseModel):
     citations: Optional[list[dict[str, Any]]] = None
     paper_ids: Optional[list[str]] = None
 
-    def text(self) -> str:
-        if self.content is None:
-            return ""
-        if isinstance(self.content, str):
-            return self.content
-        return "".join(p.text or "" for p in self.content if p.type in ("text", "input_text"))
-
 
 class ChatRequest(BaseModel):
     # Sampling options (temperature, max_tokens, ...) are accepted and ignored: the engine
@@ -165,7 +159,7 @@ class ChatRequest(BaseModel):
     stream: bool = False
     stream_options: Optional[dict[str, Any]] = None
     n: Optional[int] = None
-    mode: Optional[Literal["auto", "question", "summary", "compare"]] = None
+    mode: Optional[Literal[MODES]] = None
     filters: Optional[FilterBody] = None
     k: Optional[int] = Field(default=None, ge=1, le=100)
 
@@ -188,33 +182,16 @@ def parse_request(data: Any, memory: Optional[AnswerMemory] = None) -> tuple[Cha
     if not convo or convo[-1].role != "user" or req.messages[-1].role not in ("user", "system",
                                                                               "developer"):
         raise ApiError(400, "the last message must come from the user", param="messages")
-    message = convo[-1].text().strip()
+    message = message_text(convo[-1].model_dump()["content"]).strip()
     if not message:
         raise ApiError(400, "the last user message is empty", param="messages")
-    history = []
-    for m in convo[:-1]:
-        ids = list(m.paper_ids or [])
-        if not ids and m.citations:
-            ids = [str(c["paper_id"]) for c in m.citations if isinstance(c, dict) and c.get("paper_id")]
-        if not ids and m.role == "assistant" and memory is not None:
-            ids = memory.recall(m.text())
-        history.append(Turn(role=m.role, content=m.text(), paper_ids=ids if m.role == "assistant" else []))
+    history = turns_from_messages([m.model_dump() for m in convo[:-1]],
+                                  recall=memory.recall if memory is not None else None)
     return req, message, history
 
 
 def _filters(req: ChatRequest) -> Optional[Filters]:
-    if req.filters is None:
-        return None
-    f = Filters(**req.filters.model_dump())
-    return None if f.is_empty() else f
-
-
-def _mode(req: ChatRequest) -> Optional[str]:
-    return None if req.mode in (None, "auto") else req.mode
-
-
-def citation_json(c: Citation) -> dict:
-    return {**c.to_json(), "evidence": c.evidence, "title_is_derived": c.title_is_derived}
+    return make_filters(**req.filters.model_dump()) if req.filters is not None else None
 
 
 def _words(text: str) -> int:
@@ -229,49 +206,14 @@ def usage(history: list[Turn], message: str, answer_text: str) -> dict:
             "total_tokens": prompt + completion}
 
 
-# ----------------------------------------------------------------------------- answer memory
-
-class AnswerMemory:
-    """Which papers this server's recent answers cited, keyed by the answer text.
-
-    Standard OpenAI clients send the conversation back without our `citations` field; when an
-    assistant message is one of our own answers (as streamed or as finally checked), its papers
-    are recovered here so follow-ups ("who wrote it?") keep their focus. Bounded LRU, in memory.
-    """
-
-    def __init__(self, size: int = 4096):
-        self.size = size
-        self._items: "OrderedDict[str, list[str]]" = OrderedDict()
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def _key(text: str) -> str:
-        return hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()
-
-    def remember(self, text: str, paper_ids: list[str]) -> None:
-        if not text.strip() or not paper_ids:
-            return
-        with self._lock:
-            key = self._key(text)
-            self._items[key] = list(paper_ids)
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
-
-    def recall(self, text: str) -> list[str]:
-        with self._lock:
-            return list(self._items.get(self._key(text), []))
-
-
 # ----------------------------------------------------------------------------- router
 
-def create_router(pa, api_key: Optional[str] = None, model_id: str = MODEL_ID) -> APIRouter:
-    """The API routes over `pa`. With `api_key`, every /v1 route needs `Authorization: Bearer KEY`."""
-    router = APIRouter(route_class=OpenAIRoute)
+def bearer_check(api_key: Optional[str]) -> Callable[[Request], None]:
+    """A check that raises ApiError(401) unless the request carries `Bearer api_key`
+    (a no-op without a key)."""
     key = api_key.encode("utf-8") if api_key else None
-    memory = AnswerMemory()
 
-    def check_auth(request: Request) -> None:
+    def check(request: Request) -> None:
         if key is None:
             return
         header = request.headers.get("authorization", "")
@@ -281,6 +223,15 @@ def create_router(pa, api_key: Optional[str] = None, model_id: str = MODEL_ID) -
                            code="invalid_api_key")
         if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode("utf-8"), key):
             raise ApiError(401, "incorrect API key", code="invalid_api_key")
+
+    return check
+
+
+def create_router(pa, api_key: Optional[str] = None, model_id: str = MODEL_ID) -> APIRouter:
+    """The API routes over `pa`. With `api_key`, every /v1 route needs `Authorization: Bearer KEY`."""
+    router = APIRouter(route_class=OpenAIRoute)
+    check_auth = bearer_check(api_key)
+    memory = AnswerMemory()
 
     def model_card() -> dict:
         return {"id": model_id, "object": "model", "created": CREATED, "owned_by": "paper-assistant"}
@@ -315,64 +266,82 @@ def create_router(pa, api_key: Optional[str] = None, model_id: str = MODEL_ID) -
             data = json.loads(await request.body() or b"null")
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise ApiError(400, f"the request body is not valid JSON: {e}") from None
-        req, message, history = parse_request(data, memory)
-        completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
-        created = int(time.time())
-        kwargs = dict(mode=_mode(req), filters=_filters(req), k=req.k)
-        if not req.stream:
-            try:
-                answer: Answer = await run_in_threadpool(pa.ask, message, history, **kwargs)
-            except ApiError:
-                raise
-            except Exception as exc:  # noqa: BLE001
-                log.exception("chat completion failed")
-                raise _backend_error(exc) from None
-            memory.remember(answer.answer, [c.paper_id for c in answer.citations])
-            return {
-                "id": completion_id, "object": "chat.completion", "created": created,
-                "model": model_id, "system_fingerprint": None,
-                "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                             "message": {"role": "assistant", "content": answer.answer,
-                                         "refusal": None}}],
-                "usage": usage(history, message, answer.answer),
-                "citations": [citation_json(c) for c in answer.citations],
-                "paper_assistant": {"intent": answer.intent, "abstained": answer.abstained,
-                                    "notices": answer.notices, "backend": answer.backend},
-            }
-
-        # Streamed: pull the first event before answering 200, so a store that is down is a 503.
-        def start():
-            events = iter(pa.ask_stream(message, history, **kwargs))
-            return events, next(events, None)
-
-        try:
-            events, first = await run_in_threadpool(start)
-        except Exception as exc:  # noqa: BLE001
-            log.exception("chat completion failed")
-            raise _backend_error(exc) from None
-        include_usage = bool((req.stream_options or {}).get("include_usage"))
-        return StreamingResponse(
-            _sse(events, first, completion_id, created, model_id, history, message, include_usage,
-                 memory),
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        call = Completion(*parse_request(data, memory), model_id=model_id)
+        return await (_stream(pa, call, memory) if call.req.stream else _complete(pa, call, memory))
 
     return router
 
 
-def _sse(events: Iterator, first, completion_id: str, created: int, model_id: str,
-         history: list[Turn], message: str, include_usage: bool,
-         memory: Optional[AnswerMemory] = None) -> Iterator[str]:
-    """OpenAI chat.completion.chunk events (sync generator: Starlette runs it in a thread)."""
+@dataclass
+class Completion:
+    """One chat completion being answered."""
 
-    def chunk(delta: dict, finish: Optional[str] = None, **extra) -> str:
-        body = {"id": completion_id, "object": "chat.completion.chunk", "created": created,
-                "model": model_id, "system_fingerprint": None,
+    req: ChatRequest
+    message: str
+    history: list[Turn]
+    model_id: str = MODEL_ID
+    id: str = field(default_factory=lambda: f"chatcmpl-{uuid.uuid4().hex[:24]}")
+    created: int = field(default_factory=lambda: int(time.time()))
+
+    def ask_args(self) -> dict:
+        return dict(mode=parse_mode(self.req.mode), filters=_filters(self.req), k=self.req.k)
+
+    def head(self, kind: str) -> dict:
+        return {"id": self.id, "object": kind, "created": self.created, "model": self.model_id}
+
+    def chunk(self, delta: dict, finish: Optional[str] = None, **extra) -> str:
+        body = {**self.head("chat.completion.chunk"), "system_fingerprint": None,
                 "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
                 **extra}
         return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
 
-    yield chunk({"role": "assistant", "content": ""})
+
+async def _complete(pa, call: Completion, memory: AnswerMemory) -> dict:
+    try:
+        answer: Answer = await run_in_threadpool(pa.ask, call.message, call.history,
+                                                 **call.ask_args())
+    except ApiError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        log.exception("chat completion failed")
+        raise _backend_error(exc) from None
+    memory.remember(answer.answer, [c.paper_id for c in answer.citations])
+    return {
+        **call.head("chat.completion"), "system_fingerprint": None,
+        "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
+                     "message": {"role": "assistant", "content": answer.answer, "refusal": None}}],
+        "usage": usage(call.history, call.message, answer.answer),
+        "citations": citations_json(answer.citations),
+        "paper_assistant": answer_meta(answer),
+    }
+
+
+async def _stream(pa, call: Completion, memory: AnswerMemory) -> StreamingResponse:
+    # Pull the first event before answering 200, so a store that is down is a 503.
+    def start():
+        events = iter(pa.ask_stream(call.message, call.history, **call.ask_args()))
+        return events, next(events, None)
+
+    try:
+        events, first = await run_in_threadpool(start)
+    except Exception as exc:  # noqa: BLE001
+        log.exception("chat completion failed")
+        raise _backend_error(exc) from None
+    include_usage = bool((call.req.stream_options or {}).get("include_usage"))
+    return StreamingResponse(_sse(events, first, call, include_usage, memory),
+                             media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+def _error_event(err: ApiError) -> Iterator[str]:
+    yield f"data: {json.dumps(err.body())}\n\n"
+    yield "data: [DONE]\n\n"
+
+
+def _sse(events: Iterator, first, call: Completion, include_usage: bool,
+         memory: Optional[AnswerMemory] = None) -> Iterator[str]:
+    """OpenAI chat.completion.chunk events (sync generator: Starlette runs it in a thread)."""
+    yield call.chunk({"role": "assistant", "content": ""})
     streamed = ""
     final: Optional[Answer] = None
     try:
@@ -380,39 +349,41 @@ def _sse(events: Iterator, first, completion_id: str, created: int, model_id: st
         while event is not None:
             kind, payload = event
             if kind == "retrieved":
-                yield chunk({}, retrieved=[h.to_json() for h in payload])
+                yield call.chunk({}, retrieved=hits_json(payload))
             elif kind == "token" and payload:
                 streamed += payload
-                yield chunk({"content": payload})
+                yield call.chunk({"content": payload})
             elif kind == "final":
                 final = payload
             event = next(events, None)
     except Exception as exc:  # noqa: BLE001 - headers are sent: report in-band, OpenAI style
         log.exception("streamed chat completion failed")
-        err = _backend_error(exc)
-        yield f"data: {json.dumps(err.body())}\n\n"
-        yield "data: [DONE]\n\n"
+        yield from _error_event(_backend_error(exc))
         return
     if final is None:
-        err = ApiError(500, "the engine ended without an answer", "server_error", code="internal_error")
-        yield f"data: {json.dumps(err.body())}\n\n"
-        yield "data: [DONE]\n\n"
+        yield from _error_event(ApiError(500, "the engine ended without an answer", "server_error",
+                                         code="internal_error"))
         return
+    yield from _sse_end(final, streamed, call, include_usage, memory)
+
+
+def _sse_end(final: Answer, streamed: str, call: Completion, include_usage: bool,
+             memory: Optional[AnswerMemory]) -> Iterator[str]:
+    """The rest of the checked text (when it continues the stream), the citations, usage."""
     text = final.answer
     delivered = streamed
     if text.startswith(streamed) and len(text) > len(streamed):
-        yield chunk({"content": text[len(streamed):]})  # extractive answers arrive here whole
+        yield call.chunk({"content": text[len(streamed):]})  # extractive answers arrive here whole
         delivered = text
     if memory is not None:  # the client may echo either text back
         ids = [c.paper_id for c in final.citations]
         memory.remember(text, ids)
         memory.remember(delivered, ids)
-    yield chunk({}, "stop", citations=[citation_json(c) for c in final.citations], answer=text,
-                paper_assistant={"intent": final.intent, "abstained": final.abstained,
-                                 "notices": final.notices, "backend": final.backend,
-                                 "streamed_text_replaced": text.strip() != delivered.strip()})
+    yield call.chunk({}, "stop", citations=citations_json(final.citations), answer=text,
+                     paper_assistant={**answer_meta(final),
+                                      "streamed_text_replaced": text.strip() != delivered.strip()})
     if include_usage:
-        body = {"id": completion_id, "object": "chat.completion.chunk", "created": created,
-                "model": model_id, "choices": [], "usage": usage(history, message, text)}
+        body = {**call.head("chat.completion.chunk"), "choices": [],
+                "usage": usage(call.history, call.message, text)}
         yield f"data: {json.dumps(body)}\n\n"
     yield "data: [DONE]\n\n"

@@ -11,10 +11,12 @@ import typer
 from rich.console import Console
 
 from .config import load_settings
+from .conversation import InputError, extend, make_filters, parse_mode
 from .corpus import CorpusError
 from .index import StoreError
 from .library import PaperAssistant
-from .types import Filters, Turn
+from .render import answer_payload, author_line, hits_json, references_markdown
+from .types import Turn
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Answers questions about a collection of paper abstracts, with citations.")
@@ -42,11 +44,6 @@ def make_assistant(store=None, chroma_url=None, preset="default", backend=None,
     return PaperAssistant(settings)
 
 
-def make_filters(category, author, year_from, year_to) -> Filters:
-    return Filters(categories=category or [], authors=author or [],
-                   year_min=year_from, year_max=year_to)
-
-
 @contextmanager
 def friendly_errors():
     """Known failures print one clear line and exit 2 instead of a traceback."""
@@ -55,6 +52,20 @@ def friendly_errors():
     except (CorpusError, StoreError) as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False)
         raise typer.Exit(2)
+
+
+def stdin_items():
+    """JSON Lines from stdin (blank lines skipped), for the batch forms of search and ask."""
+    for line in sys.stdin:
+        if line.strip():
+            yield json.loads(line)
+
+
+def mode_option(mode: Optional[str]) -> Optional[str]:
+    try:
+        return parse_mode(mode)
+    except InputError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--mode") from None
 
 
 @contextmanager
@@ -92,10 +103,6 @@ def ingest(paths: Annotated[list[Path], typer.Argument(help="Corpus files: seed 
     err.print(f"store {stats['store']}: {stats['papers']} papers, {stats['chunks']} chunks")
 
 
-def _hits_json(hits) -> list[dict]:
-    return [h.to_json() for h in hits]
-
-
 @app.command()
 def search(query: Annotated[Optional[str], typer.Argument(help="What to look for. With --json and no QUERY: JSON Lines {id, query} on stdin.")] = None,
            k: Annotated[int, typer.Option("-k", help="Number of papers.")] = 10,
@@ -109,17 +116,14 @@ def search(query: Annotated[Optional[str], typer.Argument(help="What to look for
         if query is None:
             if not as_json:
                 raise typer.BadParameter("give a QUERY, or --json to read queries from stdin")
-            for line in sys.stdin:
-                if not line.strip():
-                    continue
-                item = json.loads(line)
+            for item in stdin_items():
                 hits = pa.search(item["query"], k=k, filters=filters)
-                print(json.dumps({"id": item.get("id"), "results": _hits_json(hits)},
+                print(json.dumps({"id": item.get("id"), "results": hits_json(hits)},
                                  ensure_ascii=False), flush=True)
             return
         hits = pa.search(query, k=k, filters=filters)
     if as_json:
-        print(json.dumps({"results": _hits_json(hits)}, ensure_ascii=False))
+        print(json.dumps({"results": hits_json(hits)}, ensure_ascii=False))
         return
     if not hits:
         out.print("No matching papers.")
@@ -127,7 +131,8 @@ def search(query: Annotated[Optional[str], typer.Argument(help="What to look for
         p = h.paper
         meta = " · ".join(str(x) for x in (p.category, p.year) if x)
         out.print(f"[bold]{i}. {p.title}[/]  [dim]{h.score:.4f}[/]", highlight=False)
-        out.print(f"   {p.author_line()}" + (f"  [dim]{meta}[/]" if meta else ""), highlight=False)
+        out.print(f"   {author_line(p.authors, 3)}" + (f"  [dim]{meta}[/]" if meta else ""),
+                  highlight=False)
         out.print(f"   [dim]{h.snippet[:240]}{'…' if len(h.snippet) > 240 else ''}[/]", highlight=False)
 
 
@@ -157,13 +162,8 @@ def _print_answer(answer, streamed: bool) -> None:
     for notice in answer.notices:
         err.print(f"[yellow]note:[/] {notice}", highlight=False)
     if answer.citations:
-        out.print("\n[bold]References[/]")
-        for c in answer.citations:
-            meta = ", ".join(str(x) for x in (c.category, c.year) if x)
-            label = f"{c.title} (label)" if c.title_is_derived else c.title
-            authors = ", ".join(c.authors[:3]) + (" et al." if len(c.authors) > 3 else "")
-            out.print(f"[{c.number}] {authors.rstrip('.')}. {label}." + (f" {meta}." if meta else ""),
-                      highlight=False)
+        out.print()
+        out.print(Markdown(references_markdown(answer.citations)))
 
 
 def _run_turn(pa, message: str, history: list, mode, filters, k, as_json: bool):
@@ -199,21 +199,19 @@ def ask(questions: Annotated[Optional[list[str]], typer.Argument(help="Turns of 
     """Ask questions; each argument is the next turn of one conversation."""
     pa = make_assistant(store, chroma_url, preset, backend, model_path)
     filters = make_filters(category, author, year_from, year_to)
+    mode = mode_option(mode)
     with friendly_errors():
         if not questions:
             if not as_json:
                 raise typer.BadParameter("give a QUESTION, or --json to read conversations from stdin")
-            for line in sys.stdin:
-                if not line.strip():
-                    continue
-                item = json.loads(line)
+            for item in stdin_items():
                 history: list[Turn] = []
                 answer = None
                 for turn in item["turns"]:
                     answer = pa.ask(turn, history, mode=mode, filters=filters, k=k)
-                    history += [Turn(role="user", content=turn), answer.as_turn()]
-                print(json.dumps({"id": item.get("id"), **answer.to_json()}, ensure_ascii=False),
-                      flush=True)
+                    history = extend(history, turn, answer)
+                print(json.dumps({"id": item.get("id"), **answer_payload(answer)},
+                                 ensure_ascii=False), flush=True)
             return
         history = []
         for q in questions:
@@ -221,8 +219,8 @@ def ask(questions: Annotated[Optional[list[str]], typer.Argument(help="Turns of 
                 out.print(f"\n[bold cyan]> {q}[/]", highlight=False)
             answer = _run_turn(pa, q, history, mode, filters, k, as_json)
             if as_json:
-                print(json.dumps(answer.to_json(), ensure_ascii=False), flush=True)
-            history += [Turn(role="user", content=q), answer.as_turn()]
+                print(json.dumps(answer_payload(answer), ensure_ascii=False), flush=True)
+            history = extend(history, q, answer)
 
 
 @app.command()
@@ -231,6 +229,7 @@ def chat(mode: ModeOpt = None, k: KOpt = None, backend: BackendOpt = None,
          store: StoreOpt = None, chroma_url: ChromaOpt = None):
     """An interactive conversation in the terminal (empty line or Ctrl-D to quit, /new to restart)."""
     pa = make_assistant(store, chroma_url, preset, backend, model_path)
+    mode = mode_option(mode)
     with friendly_errors():
         pa.ensure_corpus()
         s = pa.stats()
@@ -246,8 +245,8 @@ def chat(mode: ModeOpt = None, k: KOpt = None, backend: BackendOpt = None,
         if message == "/new":
             history = []
             continue
-        answer = _run_turn(pa, message, history, mode, Filters(), k, as_json=False)
-        history += [Turn(role="user", content=message), answer.as_turn()]
+        answer = _run_turn(pa, message, history, mode, None, k, as_json=False)
+        history = extend(history, message, answer)
 
 
 @app.command()

@@ -1,9 +1,12 @@
-"""Hybrid retrieval: BM25 + dense (Chroma), fused by reciprocal rank, aggregated to papers.
+"""Hybrid retrieval: BM25 + dense (Chroma), fused per paper.
 
-Fusion is done at the paper level (a paper's rank on each side is the rank of its best
-chunk), because the unit a researcher wants back is a paper, once, with its best chunk as the
-snippet. llama-index's QueryFusionRetriever fuses nodes, not papers, and cannot apply one
-filter to both a Chroma and a bm25s side, so this small step is written here.
+Fusion is convex by default (`settings.fusion = "convex"`): each chunk scores
+α·dense + (1-α)·bm25/max(bm25), with α = `settings.hybrid_alpha`, and a paper takes its best
+chunk's score. Reciprocal rank fusion (`fusion = "rrf"`) is the alternative, where a paper's
+rank on each side is the rank of its best chunk. Either way the unit returned is a paper, once,
+with its best chunk as the snippet, because that is what a researcher wants back.
+llama-index's QueryFusionRetriever fuses nodes, not papers, and cannot apply one filter to both
+a Chroma and a bm25s side, so this small step is written here.
 """
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 
     seed_settings    Settings on a temporary store folder, llm_backend="none"
     seed_assistant   PaperAssistant on seed_settings with the bundled seed corpus ingested once
+    seeded_assistant(store_dir, cls)  the same on a store of its own (for tests that write)
     chroma_server    "http://127.0.0.1:PORT" of a real `chroma run` server (session-scoped)
     openai_server    re-exported from tests/llm_server.py when it defines it
 
@@ -38,6 +39,17 @@ CHROMA_BIN = VENV_BIN / "chroma"
 def make_settings(store_dir: Path, **overrides) -> Settings:
     """Settings for a private test store: no LLM, nothing read from a preset."""
     return Settings(store_dir=Path(store_dir), llm_backend="none", **overrides)
+
+
+def seeded_assistant(store_dir: Path, cls=None):
+    """A PaperAssistant (no LLM) with the bundled corpus on its own store, for the tests that
+    serve it (the page, /v1): they may write to it."""
+    from assistant.config import load_settings
+    from assistant.library import PaperAssistant
+
+    assistant = (cls or PaperAssistant)(load_settings(llm_backend="none", store_dir=store_dir))
+    assistant.ensure_corpus()
+    return assistant
 
 
 def write_jsonl(path: Path, records: Iterable[dict]) -> Path:

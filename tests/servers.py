@@ -4,6 +4,7 @@
     start_process_server(cmd, ready_url, timeout, name) -> stop
                                                   a subprocess server, polled until ready
     with running_app(app) as base_url: ...        an ASGI app under uvicorn in a thread
+    CHROMIUM, CHROMIUM_ARGS, GRADIO_WARNINGS      for the browser tests and the Gradio app's
 
 Used by conftest.py (Chroma), llm_server.py (llama_cpp.server) and the tests of the app
 (test_api, test_server, test_ui).
@@ -22,6 +23,12 @@ import urllib.request
 from typing import Callable, Iterator, Mapping, Sequence
 
 HOST = "127.0.0.1"
+# Debian's Chromium (`make browser`) for the browser tests; Playwright never downloads a browser.
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+# For the tests of the Gradio app: its queue uses pandas options that pandas 3 deprecates.
+GRADIO_WARNINGS = ["ignore:.*no_silent_downcasting.*", "ignore:The copy keyword is deprecated.*"]
 
 
 def free_port() -> int:

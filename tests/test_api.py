@@ -12,10 +12,10 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from assistant import PaperAssistant, load_settings
 from assistant.api import MODEL_ID, create_router
 from assistant.index import StoreError
 from assistant.server import create_app
+from conftest import seeded_assistant
 from servers import running_app
 
 KEY = "test-key-0123456789"
@@ -26,10 +26,7 @@ CAUSALITY = "General Machine Learning · Causality"
 
 @pytest.fixture(scope="module")
 def pa(tmp_path_factory):
-    assistant = PaperAssistant(load_settings(llm_backend="none",
-                                             store_dir=tmp_path_factory.mktemp("api-store")))
-    assistant.ensure_corpus()
-    return assistant
+    return seeded_assistant(tmp_path_factory.mktemp("api-store"))
 
 
 @pytest.fixture(scope="module")

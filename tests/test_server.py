@@ -19,16 +19,12 @@ from fastapi.testclient import TestClient
 from assistant import PaperAssistant, load_settings
 from assistant.server import (API_KEY_ENV, AUTH_ENV, CONCURRENCY, ServeError, check_exposure,
                               create_app, is_loopback, parse_auth, serve)
-from servers import free_port, running_app
+from conftest import seeded_assistant
+from servers import CHROMIUM, CHROMIUM_ARGS, GRADIO_WARNINGS, free_port, running_app
 
 ROOT = Path(__file__).resolve().parents[1]
-# Gradio's queue uses pandas options that pandas 3 deprecates; not ours to fix.
-pytestmark = [pytest.mark.filterwarnings("ignore:.*no_silent_downcasting.*"),
-              pytest.mark.filterwarnings("ignore:The copy keyword is deprecated.*")]
+pytestmark = [pytest.mark.filterwarnings(w) for w in GRADIO_WARNINGS]
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 KEY = "server-test-key-987"
 
 # Eight conversations, each about its own paper: (question, an author of the paper it must find).
@@ -60,10 +56,7 @@ class SlowAssistant(PaperAssistant):
 
 @pytest.fixture(scope="module")
 def pa(tmp_path_factory):
-    assistant = SlowAssistant(load_settings(llm_backend="none",
-                                            store_dir=tmp_path_factory.mktemp("server-store")))
-    assistant.ensure_corpus()
-    return assistant
+    return seeded_assistant(tmp_path_factory.mktemp("server-store"), SlowAssistant)
 
 
 @pytest.fixture(scope="module")

@@ -15,21 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from assistant import PaperAssistant, load_settings
 from assistant.server import create_app
-from assistant.types import Citation
-from assistant.ui import (bib_escape, bibtex_entries, bibtex_key, link_markers, make_filters,
-                          sources_panel)
-from servers import running_app
+from conftest import seeded_assistant
+from servers import CHROMIUM, CHROMIUM_ARGS, GRADIO_WARNINGS, running_app
 
-# Gradio's queue uses pandas options that pandas 3 deprecates; not ours to fix.
-pytestmark = [pytest.mark.filterwarnings("ignore:.*no_silent_downcasting.*"),
-              pytest.mark.filterwarnings("ignore:The copy keyword is deprecated.*")]
+pytestmark = [pytest.mark.filterwarnings(w) for w in GRADIO_WARNINGS]
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+# `make screenshot` sets this to docs/screenshot.png to refresh the README's picture on purpose;
+# otherwise the screenshot goes to the test's own temporary folder.
+SCREENSHOT_ENV = "PAPER_ASSISTANT_SCREENSHOT"
 CAUSALITY = "General Machine Learning · Causality"
 
 GOOD_JSONL = [
@@ -48,10 +42,7 @@ GOOD_JSONL = [
 
 @pytest.fixture(scope="module")
 def pa(tmp_path_factory):
-    store = tmp_path_factory.mktemp("ui-store")
-    assistant = PaperAssistant(load_settings(llm_backend="none", store_dir=store))
-    assistant.ensure_corpus()
-    return assistant
+    return seeded_assistant(tmp_path_factory.mktemp("ui-store"))
 
 
 @pytest.fixture(scope="module")
@@ -105,59 +96,6 @@ def ask(page, question: str) -> dict:
     return {"sources": t_sources, "text": t_text, "final": time.perf_counter() - t0}
 
 
-# ----------------------------------------------------------------------------- pure helpers
-
-def test_link_markers_only_links_cited_numbers():
-    text = "A claim [1]. Another [2][3]. Not a source [7]. A link [x](y)."
-    out = link_markers(text, 4, [1, 2, 3])
-    assert '<a href="#src-4-1" class="cite"' in out
-    assert 'href="#src-4-2"' in out and 'href="#src-4-3"' in out
-    assert "[7]" in out and "#src-4-7" not in out
-
-
-def test_bibtex_export_round_trips_through_the_corpus_reader(tmp_path):
-    cites = [
-        Citation(number=1, paper_id="p1", title="Top-W: {Geometry} aware truncation",
-                 authors=["Arash Gholamidavoodi", "Navid Rezazadeh"], category="Deep Learning · LLMs",
-                 year=2025, title_is_derived=False, evidence="x"),
-        Citation(number=2, paper_id="p2", title="Federated learning backdoors",
-                 authors=["zhixuan ma"], category="Social Aspects · Security", title_is_derived=True),
-        Citation(number=1, paper_id="p1", title="dup", authors=[]),  # same paper again: once
-    ]
-    bib = bibtex_entries(cites)
-    assert bib.count("@misc{") == 2
-    assert bibtex_key(cites[0]) == "gholamidavoodi2025topw"
-    assert "author = {Arash Gholamidavoodi and Navid Rezazadeh}" in bib
-    assert r"\{Geometry\}" in bib and bib_escape("a{b}\\") == r"a\{b\}\textbackslash{}"
-    assert "keywords = {Social Aspects · Security}" in bib
-    path = tmp_path / "refs.bib"
-    path.write_text(bib, encoding="utf-8")
-    from assistant.corpus import read_papers
-
-    # the reader needs abstracts; add them to check that the rest of each entry parses
-    path.write_text(bib.replace("  title =", "  abstract = {An abstract.},\n  title ="), "utf-8")
-    papers = list(read_papers(path))
-    assert [p.authors for p in papers] == [["Arash Gholamidavoodi", "Navid Rezazadeh"], ["zhixuan ma"]]
-    assert papers[0].year == 2025
-
-
-def test_filters_from_controls():
-    assert make_filters([], [], None, None) is None
-    assert make_filters([], [], "", " ") is None  # empty year boxes
-    f = make_filters([CAUSALITY], "Josse", "2020", None)
-    assert f.categories == [CAUSALITY] and f.authors == ["Josse"] and f.year_min == 2020
-    import gradio as gr
-
-    with pytest.raises(gr.Error):
-        make_filters([], [], "last year", None)
-
-
-def test_sources_panel_shows_found_papers_while_waiting(pa):
-    hits = pa.search("federated learning backdoor", k=3)
-    html = sources_panel([], hits, pending="Found 3 papers — writing the answer…")
-    assert "Found 3 papers" in html and html.count("<li>") == 3
-
-
 # ----------------------------------------------------------------------------- gradio_client
 
 def test_gradio_client_chat_endpoint_with_follow_up(server):
@@ -193,6 +131,9 @@ def test_page_answers_with_marker_linked_to_its_source_card(page, pa):
     assert "Social Aspects · Security" in card.inner_text()
     assert card.locator("mark").inner_text().strip()  # the supporting sentence, highlighted
     assert card.locator(".label-badge").count() == 1  # the seed corpus has no titles: a label
+    assert "derived from its abstract" in card.locator(".label-badge").get_attribute("title")
+    legend = page.locator("#pa-sources .latest .label-legend")  # and the panel says what it is
+    assert legend.count() == 1 and "derived from the abstract" in legend.inner_text()
     # scroll the panel away from the card, then click the marker: the card comes into view
     page.evaluate("document.querySelector('#sources-panel').scrollTop = 0")
     page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
@@ -206,7 +147,7 @@ def test_page_answers_with_marker_linked_to_its_source_card(page, pa):
 
 
 @pytest.mark.browser
-def test_page_compare_renders_a_table_follow_up_and_exports(page):
+def test_page_compare_renders_a_table_follow_up_and_exports(page, tmp_path):
     # an example button asks its question at once
     t0 = time.perf_counter()
     page.click("button.example-btn:has-text('Summarize the papers on causal inference')")
@@ -230,7 +171,8 @@ def test_page_compare_renders_a_table_follow_up_and_exports(page):
     assert bib.count("@misc{") >= 4 and "author = {" in bib
     # status shows the timings (first visible sources, first words, total)
     assert "sources in" in page.inner_text("#pa-status")
-    # docs/screenshot.png: the compare question at the top of the chat, its sources beside it
+    # the screenshot (docs/screenshot.png with `make screenshot`): the compare question at the
+    # top of the chat, its sources beside it
     page.wait_for_timeout(500)  # let the chat's own autoscroll settle first
     page.evaluate("""() => {
         const users = document.querySelectorAll('#pa-chat [data-testid="user"]');
@@ -245,8 +187,9 @@ def test_page_compare_renders_a_table_follow_up_and_exports(page):
         window.scrollTo(0, 0);
     }""")
     page.wait_for_timeout(300)
-    DOCS.mkdir(exist_ok=True)
-    page.screenshot(path=str(DOCS / "screenshot.png"), full_page=False)
+    shot = Path(os.environ.get(SCREENSHOT_ENV) or tmp_path / "screenshot.png")
+    page.screenshot(path=str(shot), full_page=False)
+    assert shot.stat().st_size > 10_000
     # earlier answers' sources stay, folded; their markers still reach their cards
     assert page.locator("#pa-sources details.turn-sources").count() == 1
     first_answer_marker = page.locator("#pa-chat [data-testid='bot']").first.locator("a[href^='#src-1-']").first

@@ -17,8 +17,8 @@ import numpy as np
 
 from ..types import Paper
 from ..text import normalise, split_sentences, stems, terms
+from .markers import MARKER_RE, parse_markers, renumber  # noqa: F401  (renumber: re-exported)
 
-MARKER_RE = re.compile(r"\[(\d+(?:\s*[,;–-]\s*\d+)*)\]")
 NUMBER_RE = re.compile(r"(?<![A-Za-z])\d+(?:\.\d+)?%?")
 # Text in an abstract that talks to the assistant rather than about research is data we keep
 # out of the prompt altogether (it is still searchable and shown as the paper's text).
@@ -102,17 +102,6 @@ class GroundedText:
     unsupported: int = 0
 
 
-def parse_markers(group: str) -> list[int]:
-    nums: list[int] = []
-    for part in re.split(r"\s*[,;]\s*", group):
-        if re.fullmatch(r"\d+\s*[–-]\s*\d+", part):
-            a, b = (int(x) for x in re.split(r"\s*[–-]\s*", part))
-            nums.extend(range(min(a, b), max(a, b) + 1) if abs(b - a) < 10 else [a, b])
-        elif part.strip().isdigit():
-            nums.append(int(part))
-    return nums
-
-
 class Grounder:
     def __init__(self, embed: SentenceEmbeddings, min_support: float):
         self.embed = embed
@@ -191,10 +180,3 @@ def fix_spacing(sentence: str) -> str:
     elif not re.search(r"[.!?]$", s):
         s += "."
     return s
-
-
-def renumber(text: str, order: list[int]) -> str:
-    """Rewrite source numbers so citations read [1], [2], … in order of first appearance."""
-    mapping = {old: i + 1 for i, old in enumerate(order)}
-    return MARKER_RE.sub(lambda m: "".join(f"[{mapping[n]}]" for n in parse_markers(m.group(1))
-                                           if n in mapping), text)

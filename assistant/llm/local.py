@@ -1,0 +1,289 @@
+"""The local backend: a GGUF run in-process by llama.cpp (llama-cpp-python), behind
+llama-index's ``LLM`` interface. A model is loaded once per process and shared; one
+generation at a time holds its lock."""
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
+
+from llama_index.core.base.llms.types import (
+    ChatMessage,
+    ChatResponse,
+    ChatResponseGen,
+    CompletionResponse,
+    CompletionResponseGen,
+    LLMMetadata,
+    MessageRole,
+)
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.llms import CustomLLM
+from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
+
+from .errors import INSTALL_HINT, BackendError, BackendTimeout, ModelUnavailable
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _LoadedModel:
+    llama: Any  # llama_cpp.Llama
+    lock: threading.Lock
+    load_seconds: float
+
+
+_MODELS: dict[tuple[str, int, int], _LoadedModel] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def _import_llama_cpp() -> Any:
+    try:
+        import llama_cpp
+    except ImportError as exc:
+        raise ModelUnavailable(
+            f"the local backend needs llama-cpp-python, which is not installed ({exc}). "
+            f"Install it with: {INSTALL_HINT}; or use --preset openai / --preset extractive."
+        ) from exc
+    return llama_cpp
+
+
+def _load_model(path: str, n_ctx: int, n_threads: int) -> _LoadedModel:
+    """Load a GGUF once per process per (path, n_ctx, n_threads) and share it."""
+    key = (path, n_ctx, n_threads)
+    with _MODELS_LOCK:
+        loaded = _MODELS.get(key)
+        if loaded is not None:
+            return loaded
+        llama_cpp = _import_llama_cpp()
+        start = time.perf_counter()
+        try:
+            llama = llama_cpp.Llama(
+                model_path=path,
+                n_ctx=n_ctx,
+                n_threads=n_threads,
+                n_threads_batch=n_threads,
+                n_gpu_layers=0,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise ModelUnavailable(f"could not load the model {path}: {exc}") from exc
+        if "tokenizer.chat_template" in llama.metadata:
+            # Always the GGUF's own template (llama-cpp built a Jinja2 handler for it under
+            # this name); its default would swap in a built-in look-alike when it "guesses".
+            llama.chat_format = "chat_template.default"
+        else:
+            log.warning("%s has no chat template in its metadata; llama-cpp-python falls back to "
+                        "its %r format, which may not suit this model", path, llama.chat_format)
+        loaded = _LoadedModel(llama, threading.Lock(), time.perf_counter() - start)
+        log.info("loaded %s in %.1fs (chat format %s)", path, loaded.load_seconds,
+                 getattr(llama, "chat_format", None))
+        _MODELS[key] = loaded
+        return loaded
+
+
+
+@atexit.register
+def _close_models() -> None:
+    """Free the loaded models at exit, before the interpreter takes llama_cpp's module apart
+    (a Llama deleted after that fails noisily in its __del__). One still generating, in a
+    daemon thread, is left alone."""
+    if not _MODELS_LOCK.acquire(timeout=5):  # a model still loading: leave it
+        return
+    try:
+        for loaded in _MODELS.values():
+            if loaded.lock.acquire(blocking=False):
+                try:
+                    loaded.llama.close()
+                except Exception:  # pragma: no cover - nothing to do about it at exit
+                    pass
+        _MODELS.clear()
+    finally:
+        _MODELS_LOCK.release()
+
+
+def _message_dicts(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
+    out = []
+    for m in messages:
+        role = m.role.value if isinstance(m.role, MessageRole) else str(m.role)
+        if role not in ("system", "user", "assistant"):
+            role = "user" if role not in ("chatbot", "model") else "assistant"
+        out.append({"role": role, "content": m.content or ""})
+    return out
+
+
+class LocalLlamaCPP(CustomLLM):
+    """A GGUF run in-process by llama.cpp, behind llama-index's ``LLM`` interface.
+
+    Chat goes through ``Llama.create_chat_completion``, i.e. the chat template stored in the
+    GGUF's own metadata (``tokenizer.chat_template``; ChatML for Qwen2.5), not llama-index's
+    generic prompt format. The model is loaded lazily (or via :meth:`load`) and shared per
+    process; one generation at a time holds its lock, others queue (each waits at most
+    ``timeout`` seconds for its turn, then generates for at most ``timeout`` seconds).
+    """
+
+    model_path: str = Field(description="Path of the GGUF file.")
+    n_ctx: int = Field(default=4096, gt=0)
+    n_threads: int = Field(default=0, ge=0, description="0: os.cpu_count()")
+    max_tokens: int = Field(default=320, gt=0)
+    temperature: float = Field(default=0.1, ge=0.0)
+    timeout: float = Field(default=120.0, gt=0, description="Wall-time limit in seconds.")
+    stop: list[str] = Field(default_factory=list)
+
+    _loaded: Optional[_LoadedModel] = PrivateAttr(default=None)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "LocalLlamaCPP"
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(
+            context_window=self.n_ctx,
+            num_output=self.max_tokens,
+            is_chat_model=True,
+            model_name=Path(self.model_path).name,
+        )
+
+    # -- model
+    @property
+    def threads(self) -> int:
+        return self.n_threads or os.cpu_count() or 1
+
+    def load(self) -> Any:
+        """Load (or fetch from the process cache) the ``llama_cpp.Llama``; returns it."""
+        if self._loaded is None:
+            self._loaded = _load_model(str(Path(self.model_path).resolve()), self.n_ctx, self.threads)
+        return self._loaded.llama
+
+    @property
+    def load_seconds(self) -> float:
+        self.load()
+        assert self._loaded is not None
+        return self._loaded.load_seconds
+
+    def chat_template_info(self) -> dict[str, Any]:
+        """Which chat template llama-cpp-python uses: ``chat_format`` and whether it is the GGUF's."""
+        llama = self.load()
+        template = llama.metadata.get("tokenizer.chat_template")
+        fmt = llama.chat_format
+        return {
+            "chat_format": fmt,
+            "gguf_has_template": template is not None,
+            # "chat_template.default" is the Jinja2 formatter built from the GGUF's template.
+            "uses_gguf_template": template is not None and fmt == "chat_template.default"
+            and llama.chat_handler is None,
+            "template": template,
+        }
+
+    def count_tokens(self, text: str) -> int:
+        """Exact token count of ``text`` for this model (no BOS)."""
+        llama = self.load()
+        return len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    # -- generation core
+    def _generate(self, make_stream: Callable[[Any], Iterable[dict]], extract: Callable[[dict], str]) -> Iterator[str]:
+        """Yield text deltas of one generation, holding the model lock and enforcing the timeout."""
+        self.load()
+        assert self._loaded is not None
+        loaded = self._loaded
+        if not loaded.lock.acquire(timeout=self.timeout):
+            raise BackendTimeout(
+                f"the local model stayed busy with other requests for more than {self.timeout:g}s"
+            )
+        stream = None
+        parts: list[str] = []
+        try:
+            start = time.monotonic()
+            deadline = start + self.timeout
+            try:
+                stream = make_stream(loaded.llama)
+                for chunk in stream:
+                    # Checked between tokens: the prompt's evaluation itself can't be interrupted.
+                    if time.monotonic() > deadline:
+                        raise BackendTimeout(
+                            f"the local model exceeded the {self.timeout:g}s time limit "
+                            f"after {len(parts)} chunks", partial="".join(parts),
+                        )
+                    text = extract(chunk)
+                    if text:
+                        parts.append(text)
+                        yield text
+            except BackendError:
+                raise
+            except (ValueError, RuntimeError) as exc:  # e.g. prompt longer than n_ctx
+                raise BackendError(f"local model failed: {exc}") from exc
+        finally:
+            if stream is not None and hasattr(stream, "close"):
+                try:
+                    stream.close()  # stop llama.cpp's generator before releasing the lock
+                except Exception:  # pragma: no cover
+                    pass
+            loaded.lock.release()
+
+    def _chat_deltas(self, messages: Sequence[ChatMessage], **kwargs: Any) -> Iterator[str]:
+        params = self._gen_params(kwargs)
+
+        def make(llama: Any) -> Iterable[dict]:
+            return llama.create_chat_completion(messages=_message_dicts(messages), stream=True, **params)
+
+        return self._generate(make, lambda c: (c["choices"][0].get("delta") or {}).get("content") or "")
+
+    def _raw_deltas(self, prompt: str, **kwargs: Any) -> Iterator[str]:
+        params = self._gen_params(kwargs)
+
+        def make(llama: Any) -> Iterable[dict]:
+            return llama.create_completion(prompt=prompt, stream=True, **params)
+
+        return self._generate(make, lambda c: c["choices"][0].get("text") or "")
+
+    def _gen_params(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "max_tokens": kwargs.get("max_tokens", self.max_tokens),
+            "temperature": kwargs.get("temperature", self.temperature),
+            "stop": kwargs.get("stop", self.stop) or None,
+        }
+
+    # -- llama-index interface
+    @llm_chat_callback()
+    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        text = "".join(self._chat_deltas(messages, **kwargs))
+        return ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=text))
+
+    @llm_chat_callback()
+    def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
+        def gen() -> ChatResponseGen:
+            content = ""
+            for delta in self._chat_deltas(messages, **kwargs):
+                content += delta
+                yield ChatResponse(
+                    message=ChatMessage(role=MessageRole.ASSISTANT, content=content), delta=delta
+                )
+
+        return gen()
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        """``formatted=True``: ``prompt`` is already in the model's format (raw completion);
+        otherwise it is sent as one user message through the GGUF's chat template."""
+        deltas = self._raw_deltas(prompt, **kwargs) if formatted else self._chat_deltas(
+            [ChatMessage(role=MessageRole.USER, content=prompt)], **kwargs)
+        return CompletionResponse(text="".join(deltas))
+
+    @llm_completion_callback()
+    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseGen:
+        deltas = self._raw_deltas(prompt, **kwargs) if formatted else self._chat_deltas(
+            [ChatMessage(role=MessageRole.USER, content=prompt)], **kwargs)
+
+        def gen() -> CompletionResponseGen:
+            text = ""
+            for delta in deltas:
+                text += delta
+                yield CompletionResponse(text=text, delta=delta)
+
+        return gen()
+

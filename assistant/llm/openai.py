@@ -1,0 +1,105 @@
+"""The OpenAI backend: OpenAI itself or any OpenAI-compatible server (vLLM, Ollama, llama.cpp's).
+
+Imported only when that backend is chosen: importing llama_index.llms.openai costs ~1 s.
+"""
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+
+from llama_index.core.base.llms.types import (
+    ChatMessage,
+    ChatResponse,
+    ChatResponseGen,
+    CompletionResponse,
+    CompletionResponseGen,
+)
+from llama_index.llms.openai_like import OpenAILike
+
+from .errors import BackendError, BackendTimeout, ModelUnavailable, openai_errors, translate_openai_error
+
+if TYPE_CHECKING:  # pragma: no cover
+    from assistant.config import Settings
+
+NO_KEY_PLACEHOLDER = "sk-no-key"
+
+
+class OpenAICompatible(OpenAILike):
+    """``OpenAILike`` whose errors are :class:`BackendError` s and whose streams obey
+    ``timeout`` as a wall-time limit (the client's own timeout is per read)."""
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "OpenAICompatible"
+
+    def _guard(self, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except BackendError:
+            raise
+        except openai_errors() as exc:
+            raise translate_openai_error(exc, self.timeout) from exc
+
+    def _guard_stream(self, make: Callable[[], Iterator[Any]]) -> Iterator[Any]:
+        deadline = time.monotonic() + self.timeout
+        stream = self._guard(make)
+        partial = ""
+        try:
+            while True:
+                try:
+                    item = next(stream)
+                except StopIteration:
+                    return
+                except BackendError:
+                    raise
+                except openai_errors() as exc:
+                    raise translate_openai_error(exc, self.timeout) from exc
+                if time.monotonic() > deadline:
+                    raise BackendTimeout(
+                        f"the OpenAI-compatible server exceeded the {self.timeout:g}s time limit",
+                        partial=partial,
+                    )
+                partial += getattr(item, "delta", None) or ""
+                yield item
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
+
+    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        return self._guard(lambda: super(OpenAICompatible, self).chat(messages, **kwargs))
+
+    def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
+        return self._guard_stream(lambda: super(OpenAICompatible, self).stream_chat(messages, **kwargs))
+
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        return self._guard(lambda: super(OpenAICompatible, self).complete(prompt, formatted, **kwargs))
+
+    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseGen:
+        return self._guard_stream(
+            lambda: super(OpenAICompatible, self).stream_complete(prompt, formatted, **kwargs))
+
+
+def make_openai(settings: "Settings") -> OpenAICompatible:
+    """The backend for ``settings``; :class:`ModelUnavailable` without a key or a server URL."""
+    base_url = settings.resolved_llm_base_url()
+    api_key = settings.resolved_llm_api_key()
+    if not api_key:
+        if not base_url:
+            raise ModelUnavailable(
+                "the openai backend needs an API key (PAPER_ASSISTANT_LLM_API_KEY or "
+                "OPENAI_API_KEY) or a base URL of a compatible server (PAPER_ASSISTANT_LLM_BASE_URL)"
+            )
+        api_key = NO_KEY_PLACEHOLDER  # local servers (llama.cpp, vLLM, Ollama) don't check it
+    return OpenAICompatible(
+        model=settings.resolved_llm_model(),
+        api_base=base_url,  # None → OPENAI_API_BASE or https://api.openai.com/v1
+        api_key=api_key,
+        is_chat_model=True,
+        is_function_calling_model=False,
+        context_window=max(settings.n_ctx, 4096),
+        max_tokens=settings.max_tokens,
+        temperature=settings.temperature,
+        timeout=settings.llm_timeout,
+        max_retries=1,
+    )

@@ -1,0 +1,84 @@
+"""One way to show an answer, for every front (the CLI, the page and `/v1`).
+
+    author_line(authors)            "A, B, C et al."
+    reference_line(citation)        "[1] A, B (2018). *Title*. Category. url. id: p1"
+    answer_markdown(question, a)    the answer as Markdown with its numbered references
+    citation_json(citation)         a citation as the fronts send it (with evidence)
+    answer_payload(answer)          `ask --json` and the page's `/chat`: Answer.to_json() with
+                                    those citations
+    answer_meta(answer)             intent, abstained, notices, backend (`/v1`'s extra field)
+    hits_json(hits)                 `search --json` results
+
+A title derived from the abstract (the seed corpus has no titles) is always shown as a label,
+never as the paper's title.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from .types import Answer, Citation, Hit
+
+ET_AL = " et al."
+DERIVED_NOTE = "label derived from the abstract; the corpus gives no title"
+
+
+def author_line(authors: Sequence[str], limit: int = 4) -> str:
+    """The first `limit` authors, "et al." for the rest; "" when there are none."""
+    if not authors:
+        return ""
+    return ", ".join(authors[:limit]) + (ET_AL if len(authors) > limit else "")
+
+
+def title_markdown(c: Citation) -> str:
+    title = f"*{c.title}*"
+    return f"{title} ({DERIVED_NOTE})" if c.title_is_derived else title
+
+
+def reference_line(c: Citation) -> str:
+    """One numbered reference, e.g. "[1] Ada Lovelace (2018). *Title*. Category. id: p1".
+
+    A paper without authors starts with its title; its year then follows the title."""
+    title = title_markdown(c)
+    year = f" ({c.year})" if c.year else ""
+    authors = author_line(c.authors, 6)
+    bits = [(authors + year).rstrip("."), title] if authors else [title + year]  # no "al.."
+    bits += [x for x in (c.category, c.url) if x]
+    return f"[{c.number}] " + ". ".join(bits) + f". id: {c.paper_id}"
+
+
+def references_markdown(citations: Iterable[Citation]) -> str:
+    """A "References" heading and one line per citation ("" without citations)."""
+    lines = [reference_line(c) + "  " for c in citations]
+    return "\n".join(["**References**", "", *lines]) if lines else ""
+
+
+def answer_markdown(question: str, answer: Answer) -> str:
+    """An answer as Markdown with its numbered reference list (the page's copy box)."""
+    out = [f"**Q:** {question}", "", answer.answer]
+    refs = references_markdown(answer.citations)
+    if refs:
+        out += ["", refs]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def citation_json(c: Citation) -> dict:
+    """Citation.to_json() plus the supporting sentence and whether the title is a label."""
+    return {**c.to_json(), "evidence": c.evidence, "title_is_derived": c.title_is_derived}
+
+
+def citations_json(citations: Iterable[Citation]) -> list[dict]:
+    return [citation_json(c) for c in citations]
+
+
+def answer_meta(answer: Answer) -> dict:
+    return {"intent": answer.intent, "abstained": answer.abstained, "notices": answer.notices,
+            "backend": answer.backend}
+
+
+def answer_payload(answer: Answer) -> dict:
+    """The answer as `ask --json` prints it and the page's `/chat` endpoint returns it."""
+    return {**answer.to_json(), "citations": citations_json(answer.citations)}
+
+
+def hits_json(hits: Iterable[Hit]) -> list[dict]:
+    return [h.to_json() for h in hits]

@@ -1,0 +1,314 @@
+"""The page's event handlers. Each returns (or, streaming, yields) `{component: new value}`;
+a component left out keeps its value.
+
+    handlers = PageHandlers(pa, page, bib_dir)     # page: the components (`Page`)
+    handlers.respond(...)   one chat turn, streamed      handlers.reset()    a new conversation
+    handlers.upload(file)   add a corpus file            handlers.on_load()  filters and stats
+    handlers.api_chat(...)  the public `/chat` API endpoint (gradio_client)
+
+One `PaperAssistant` serves every browser session; a session's conversation lives in its
+`gr.State` (see `new_session`).
+"""
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import gradio as gr
+
+from .. import conversation
+from ..conversation import InputError
+from ..export import bibtex_entries
+from ..render import answer_markdown, answer_payload
+from ..types import Answer, Hit
+from .render import category_choices, esc, render_answer, sources_panel, stats_html, year_hint
+
+log = logging.getLogger("assistant.ui")
+
+STREAM_INTERVAL = 0.05  # seconds between two streamed chat updates (tokens are batched between)
+NO_FACETS = {"categories": [], "authors": [], "year_min": None, "year_max": None}
+
+
+def new_session() -> dict:
+    return {"sid": uuid.uuid4().hex, "turns": [], "records": [], "messages": [], "bib": None}
+
+
+@dataclass
+class Page:
+    """The page's components, as `assistant.ui.build_ui` lays them out."""
+
+    session: Any = None
+    chatbot: Any = None
+    status: Any = None
+    msg: Any = None
+    send: Any = None
+    examples: list = field(default_factory=list)  # (button, question)
+    new: Any = None
+    bib: Any = None
+    copy_md: Any = None
+    sources: Any = None
+    mode: Any = None
+    k: Any = None
+    categories: Any = None
+    authors: Any = None
+    year_min: Any = None
+    year_max: Any = None
+    upload_file: Any = None
+    upload_button: Any = None
+    upload_status: Any = None
+    stats: Any = None
+
+    @property
+    def chat_inputs(self) -> list:
+        return [self.msg, self.session, self.mode, self.categories, self.authors, self.year_min,
+                self.year_max, self.k]
+
+    @property
+    def chat_outputs(self) -> list:
+        return [self.msg, self.chatbot, self.sources, self.status, self.session, self.copy_md,
+                self.bib]
+
+    @property
+    def filters(self) -> list:
+        return [self.categories, self.authors, self.year_min, self.year_max]
+
+
+@dataclass
+class TurnProgress:
+    """One answer being streamed: what was found and when, and the text so far."""
+
+    t0: float = field(default_factory=time.perf_counter)
+    found: list[Hit] = field(default_factory=list)
+    found_at: Optional[float] = None
+    first_token: Optional[float] = None
+    streamed: str = ""
+    last_push: float = 0.0
+    final: Optional[Answer] = None
+
+    def status(self) -> str:
+        final = self.final
+        assert final is not None
+        timing = [f"{len(final.citations)} cited of {len(self.found)} found"]
+        if self.found_at is not None:
+            timing.append(f"sources in {self.found_at:.2f} s")
+        if self.first_token is not None:
+            timing.append(f"first words in {self.first_token:.2f} s")
+        timing.append(f"done in {time.perf_counter() - self.t0:.2f} s")
+        if final.abstained:
+            return "Not in this collection · " + " · ".join(timing)
+        return f"✓ {final.intent} · " + " · ".join(timing) + f" · {final.backend}"
+
+
+def _found_head(found: list[Hit]) -> str:
+    if not found:
+        return "No matching paper found — writing the answer…"
+    return f"Found {len(found)} paper{'s' * (len(found) != 1)} — writing the answer…"
+
+
+class PageHandlers:
+    def __init__(self, pa, page: Page, bib_dir: Path):
+        self.pa, self.page, self.bib_dir = pa, page, bib_dir
+
+    def facets(self) -> dict:
+        try:
+            return self.pa.facets()
+        except Exception:  # a store problem shows in the chat; the page still loads
+            log.exception("could not read facets")
+            return dict(NO_FACETS)
+
+    def stats(self) -> dict:
+        try:
+            return self.pa.stats()
+        except Exception:
+            log.exception("could not read stats")
+            return {"papers": 0, "chunks": 0}
+
+    # ------------------------------------------------------------------ chat
+    def respond(self, message, session, mode, categories, authors, year_min, year_max, k):
+        """Stream one turn: papers found first, then the answer as it is written, then the
+        checked answer with clickable markers and its source cards."""
+        p = self.page
+        message = (message or "").strip()
+        session = session or new_session()
+        if not message:
+            yield gr.skip()
+            return
+        try:
+            filters = conversation.make_filters(categories, authors, year_min, year_max)
+            mode = conversation.parse_mode(mode)
+        except InputError as exc:
+            raise gr.Error(str(exc)) from None
+        records = session["records"]
+        messages = session["messages"] + [{"role": "user", "content": message},
+                                          {"role": "assistant", "content": "*Searching the papers…*"}]
+        yield {p.msg: "", p.chatbot: messages, p.status: "Searching…", p.session: session,
+               p.sources: sources_panel(records, pending="Searching the papers…")}
+        turn = TurnProgress()
+        try:
+            for kind, payload in self.pa.ask_stream(message, session["turns"], mode=mode,
+                                                    filters=filters, k=int(k) if k else None):
+                update = self._on_event(turn, kind, payload, messages, records)
+                if update:
+                    yield update
+        except Exception as exc:  # the engine's own failures; the session stays usable
+            log.exception("answering failed")
+            messages[-1] = {"role": "assistant",
+                            "content": f"⚠ Sorry, the question could not be answered: "
+                                       f"{type(exc).__name__}: {str(exc)[:300]}"}
+            yield {p.chatbot: messages, p.sources: sources_panel(records), p.status: "⚠ Error",
+                   p.session: {**session, "messages": messages}}
+            return
+        if turn.final is not None:
+            yield self._finish(turn, message, messages, session)
+
+    def _on_event(self, turn: TurnProgress, kind: str, payload, messages: list,
+                  records: list) -> Optional[dict]:
+        p = self.page
+        now = time.perf_counter()
+        if kind == "retrieved":
+            turn.found, turn.found_at = list(payload), now - turn.t0
+            head = _found_head(turn.found)
+            messages[-1] = {"role": "assistant", "content": f"*{head}*"}
+            return {p.chatbot: messages, p.sources: sources_panel(records, turn.found, pending=head),
+                    p.status: f"Found {len(turn.found)} papers in {turn.found_at:.2f} s · writing…"}
+        if kind == "token":
+            if turn.first_token is None:
+                turn.first_token = now - turn.t0
+            turn.streamed += str(payload)
+            if now - turn.last_push >= STREAM_INTERVAL:
+                turn.last_push = now
+                messages[-1] = {"role": "assistant", "content": turn.streamed + " ▍"}
+                return {p.chatbot: messages}
+        elif kind == "final":
+            turn.final = payload
+        return None
+
+    def _finish(self, turn: TurnProgress, message: str, messages: list, session: dict) -> dict:
+        """The checked answer, its source cards, the Markdown copy and the BibTeX file."""
+        p, final = self.page, turn.final
+        snippets = {h.paper.paper_id: h.snippet for h in final.retrieved}
+        for h in turn.found:
+            snippets.setdefault(h.paper.paper_id, h.snippet)
+        number = len(session["records"]) + 1
+        records = session["records"] + [{
+            "turn": number, "question": message, "answer": final.answer,
+            "citations": list(final.citations), "snippets": snippets, "intent": final.intent}]
+        messages[-1] = {"role": "assistant", "content": render_answer(final, number)}
+        bib = self._write_bib(session, records)
+        session = {**session, "turns": conversation.extend(session["turns"], message, final),
+                   "records": records, "messages": messages, "bib": bib}
+        return {p.chatbot: messages, p.sources: sources_panel(records), p.status: turn.status(),
+                p.session: session, p.copy_md: answer_markdown(message, final),
+                p.bib: gr.update(value=bib, interactive=bool(bib))}
+
+    def _write_bib(self, session: dict, records: list[dict]) -> Optional[str]:
+        """Every paper cited in the conversation, as one .bib file per session (rewritten)."""
+        cites = [c for r in records for c in r["citations"]]
+        if not cites:
+            return None
+        path = self.bib_dir / session.get("sid", uuid.uuid4().hex) / "references.bib"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(bibtex_entries(cites), encoding="utf-8")
+        return str(path)
+
+    def reset(self) -> dict:
+        p = self.page
+        return {p.chatbot: [], p.sources: sources_panel([]), p.status: "", p.session: new_session(),
+                p.copy_md: "", p.bib: gr.update(value=None, interactive=False), p.msg: ""}
+
+    # ------------------------------------------------------------------ corpus
+    def _facet_updates(self, f: dict) -> dict:
+        p = self.page
+        return {p.categories: gr.update(choices=category_choices(f["categories"])),
+                p.authors: gr.update(choices=f["authors"]),
+                p.year_min: gr.update(placeholder=year_hint(f, "year_min")),
+                p.year_max: gr.update(placeholder=year_hint(f, "year_max"))}
+
+    def on_load(self) -> dict:
+        f = self.facets()
+        return {**self._facet_updates(f), self.page.stats: stats_html(self.stats(), f)}
+
+    def upload(self, file, progress=gr.Progress()) -> dict:
+        p = self.page
+        if not file:
+            return {p.upload_status: '<span class="err">Choose a corpus file first.</span>'}
+        path = Path(file if isinstance(file, str) else getattr(file, "name", file))
+        before = self.stats().get("papers", 0)
+        from ..corpus import CorpusError
+
+        try:
+            reports = self.pa.ingest([path], progress_factory=_progress_factory(progress, path.name))
+        except CorpusError as e:
+            return {p.stats: stats_html(self.stats(), self.facets()),
+                    p.upload_status: self._refused(path.name, e)}
+        except Exception as e:  # store problems: report, keep the page alive
+            log.exception("ingest failed")
+            return {p.upload_status: f'<span class="err">✗ {esc(type(e).__name__)}: {esc(e)}</span>'}
+        s, f = self.stats(), self.facets()
+        u = reports[0].upsert if reports else None
+        detail = (f" ({u.papers_new} new, {u.papers_updated} updated, {u.papers_unchanged} unchanged)"
+                  if u else "")
+        n = reports[0].papers if reports else 0
+        msg = (f'<span class="ok">✓ Added <code>{esc(path.name)}</code>: {n} papers{detail}.</span>'
+               f'<br>The corpus now has <b data-papers="{s.get("papers", 0)}">{s.get("papers", 0)}'
+               f'</b> papers (was {before}). Filters updated.')
+        return {p.stats: stats_html(s, f), p.upload_status: msg, **self._facet_updates(f)}
+
+    def _refused(self, name: str, e) -> str:
+        where = f"{name}:{e.line}" if e.line is not None else name
+        now = self.stats().get("papers", 0)
+        return (f'<span class="err">✗ <code>{esc(where)}: {esc(e.reason)}</code></span><br>'
+                f'Nothing from this file was added; the corpus still has '
+                f'<b data-papers="{now}">{now}</b> papers.')
+
+    # ------------------------------------------------------------------ API endpoint
+    def api_chat(self, message: str, history: Optional[list[dict]] = None, mode: str = "auto",
+                 categories: Optional[list[str]] = None, authors: Optional[list[str]] = None,
+                 year_min: Optional[int] = None, year_max: Optional[int] = None,
+                 k: Optional[int] = None) -> dict:
+        """Answer one message of a conversation, with citations.
+
+        Call with gradio_client:
+            Client(url).predict("Which paper studies backdoor attacks in FL?", api_name="/chat")
+            Client(url).predict("Who wrote it?", history=previous["history"], api_name="/chat")
+
+        history: earlier messages, [{"role": "user"|"assistant", "content": str,
+            "paper_ids": [...]}]; pass back the `history` of the previous result for follow-ups.
+        mode: "auto", "question", "summary" or "compare". categories/authors/year_min/year_max:
+            filters. k: number of papers.
+        Returns what `ask --json` prints ({"answer", "citations": [{number, paper_id, title,
+            authors, category, year, evidence, title_is_derived}], "intent", "abstained",
+            "notices", "backend", "retrieved", ...}) and the conversation's "history".
+        """
+        if not isinstance(message, str) or not message.strip():
+            raise gr.Error("message must be a non-empty string")
+        message = message.strip()
+        try:
+            mode = conversation.parse_mode(mode)
+            turns = conversation.turns_from_messages(history)
+            filters = conversation.make_filters(categories, authors, year_min, year_max)
+        except InputError as exc:
+            raise gr.Error(str(exc)) from None
+        answer = self.pa.ask(message, turns, mode=mode, filters=filters, k=int(k) if k else None)
+        history = conversation.history_messages(conversation.extend(turns, message, answer))
+        return {**answer_payload(answer), "history": history}
+
+
+def _progress_factory(progress, name: str):
+    """Ingest progress for Gradio's progress bar."""
+
+    @contextmanager
+    def factory(path):
+        progress(0, desc=f"Reading {name}…")
+
+        def update(done: int, total: int) -> None:
+            progress((done, total or None), desc=f"Embedding {name}", unit="papers")
+
+        yield update
+
+    return factory

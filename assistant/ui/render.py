@@ -1,0 +1,172 @@
+"""HTML for the page: chat messages with linked markers, source cards, the sources panel and
+the collection's statistics. Everything from the corpus is escaped here."""
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any, Iterable, Optional, Sequence
+
+from ..answer.markers import MARKER_RE, parse_markers
+from ..render import author_line
+from ..types import Answer, Citation, Hit
+
+LABEL_TOOLTIP = ("The corpus has no title for this paper: this label was derived from its "
+                 "abstract")
+LABEL_LEGEND = ('<div class="label-legend"><span class="label-badge">label</span> The collection '
+                'gives no title for these papers (the seed listing has none), so a label derived '
+                'from the abstract stands in for it.</div>')
+EMPTY_PANEL = ('<div class="sources-empty">Sources of the answers appear here: every cited paper '
+               'with its authors, category and the sentence that supports the answer. Click a '
+               'marker such as <b>[1]</b> in an answer to jump to its card.</div>')
+
+
+def esc(text: Any) -> str:
+    return html.escape(str(text or ""), quote=True)
+
+
+def link_markers(text: str, turn: int, numbers: Iterable[int]) -> str:
+    """`[n]` → an anchor to source card `src-<turn>-<n>` (only for numbers that were cited;
+    a Markdown link `[1](url)` stays as it is)."""
+    known = set(numbers)
+
+    def repl(m) -> str:
+        nums = parse_markers(m.group(1))
+        if not nums or not all(n in known for n in nums) or text[m.end():m.end() + 1] == "(":
+            return m.group(0)
+        return "".join(f'<a href="#src-{turn}-{n}" class="cite" title="Show source {n}">[{n}]</a>'
+                       for n in nums)
+
+    return MARKER_RE.sub(repl, text)
+
+
+def render_answer(answer: Answer, turn: int) -> str:
+    """The final chat message: the checked answer with clickable markers, then any notices."""
+    text = link_markers(answer.answer, turn, [c.number for c in answer.citations])
+    return text + "".join(f"\n\n> **Note:** {n}" for n in answer.notices)
+
+
+def display_title(c: Citation | Any) -> str:
+    """HTML for a title; a label derived from the abstract is shown as such, never as a title."""
+    if getattr(c, "title_is_derived", False):
+        return (f'<span class="derived" title="{LABEL_TOOLTIP}"><em>{esc(c.title)}</em>'
+                f'<span class="label-badge" title="{LABEL_TOOLTIP}">label</span></span>')
+    return esc(c.title)
+
+
+def _meta_line(authors: Sequence[str], category: Optional[str], year: Optional[int]) -> str:
+    parts = [f'<span class="authors">{esc(author_line(authors) or "unknown authors")}</span>']
+    if category:
+        parts.append(f'<span class="cat">{esc(category)}</span>')
+    if year:
+        parts.append(f'<span class="year">{esc(year)}</span>')
+    return " · ".join(parts)
+
+
+def shorten(text: str, words: int) -> str:
+    ws = text.split()
+    return text if len(ws) <= words else " ".join(ws[:words]) + " …"
+
+
+def _shorten_left(text: str, words: int) -> str:
+    ws = text.split()
+    return text if len(ws) <= words else "… " + " ".join(ws[-words:]) + " "
+
+
+def _evidence_html(evidence: str, snippet: str) -> str:
+    """The supporting sentence highlighted, with a little of the abstract around it."""
+    if not evidence:
+        return f'<div class="evidence">{esc(shorten(snippet, 50))}</div>' if snippet else ""
+    before = after = ""
+    if snippet and evidence in snippet:
+        head, _, tail = snippet.partition(evidence)
+        before, after = _shorten_left(head, 18), shorten(tail, 18)
+    return f'<div class="evidence">{esc(before)}<mark>{esc(evidence)}</mark>{esc(after)}</div>'
+
+
+def source_card(turn: int, c: Citation, snippet: str = "") -> str:
+    extra = ""
+    if c.url and c.url.lower().startswith(("http://", "https://")):  # never javascript: etc.
+        extra = f' · <a href="{esc(c.url)}" target="_blank" rel="noopener noreferrer">link</a>'
+    return (
+        f'<div class="src-card" id="src-{turn}-{c.number}" data-paper-id="{esc(c.paper_id)}">'
+        f'<div class="src-head"><span class="src-num">{c.number}</span>'
+        f'<span class="src-title">{display_title(c)}</span></div>'
+        f'<div class="src-meta">{_meta_line(c.authors, c.category, c.year)}{extra}</div>'
+        f'{_evidence_html(c.evidence, snippet)}'
+        f'<div class="src-id">{esc(c.paper_id)}</div>'
+        f'</div>'
+    )
+
+
+def found_list(hits: Sequence[Hit]) -> str:
+    items = []
+    for h in hits:
+        p = h.paper
+        meta = " · ".join(esc(x) for x in (p.category, p.year) if x)
+        items.append(f'<li><span class="found-title">{display_title(p)}</span>'
+                     f'<span class="found-meta">{meta}</span></li>')
+    return "".join(items)
+
+
+def _pending(found: Optional[Sequence[Hit]], pending: str) -> str:
+    listing = f'<ol class="found-list">{found_list(found)}</ol>' if found else ""
+    return (f'<div class="found"><div class="found-head"><span class="spinner"></span>'
+            f'{esc(pending)}</div>{listing}</div>')
+
+
+def _turn_sources(rec: dict, latest: bool) -> str:
+    """One answer's source cards: open for the latest answer, folded for earlier ones."""
+    cites: list[Citation] = rec["citations"]
+    snippets: dict[str, str] = rec.get("snippets", {})
+    cards = "".join(source_card(rec["turn"], c, snippets.get(c.paper_id, "")) for c in cites)
+    if not cites:
+        cards = '<div class="sources-empty">No paper cited in this answer.</div>'
+    if any(c.title_is_derived for c in cites):
+        cards += LABEL_LEGEND
+    question = esc(shorten(rec["question"], 14))
+    if latest:
+        return (f'<div class="turn-sources latest"><div class="turn-q">Sources for “{question}”'
+                f'</div>{cards}</div>')
+    return (f'<details class="turn-sources"><summary>Sources for “{question}” ({len(cites)})'
+            f'</summary>{cards}</details>')
+
+
+def sources_panel(records: Sequence[dict], found: Optional[Sequence[Hit]] = None,
+                  pending: Optional[str] = None) -> str:
+    """The sources panel: the papers found for the turn in progress, then the cited sources of
+    every answer, newest first (earlier answers folded)."""
+    parts: list[str] = ['<div class="sources" id="sources-panel">']
+    if pending is not None:
+        parts.append(_pending(found, pending))
+    elif not records:
+        parts.append(EMPTY_PANEL)
+    for i, rec in enumerate(reversed(records)):
+        parts.append(_turn_sources(rec, latest=i == 0 and pending is None))
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def year_hint(facets: dict, key: str) -> str:
+    return f"any (corpus: {facets[key]})" if facets.get(key) else "any"
+
+
+def category_choices(categories: Sequence[str]) -> list[str]:
+    """Areas ("Deep Learning") then the categories themselves ("Deep Learning · Theory")."""
+    areas = sorted({c.split(" · ")[0] for c in categories if " · " in c} - set(categories))
+    return areas + list(categories)
+
+
+def stats_html(stats: dict, facets: Optional[dict] = None) -> str:
+    tiles = [("Papers", stats.get("papers", 0)), ("Chunks", stats.get("chunks", 0))]
+    if facets is not None:
+        tiles.append(("Categories", len(facets.get("categories", []))))
+        tiles.append(("Authors", len(facets.get("authors", []))))
+        if facets.get("year_min"):
+            tiles.append(("Years", f"{facets['year_min']}–{facets['year_max']}"))
+    tiles_html = "".join(f'<div class="tile"><div class="tile-v" data-stat="{esc(k.lower())}">'
+                         f'{esc(v)}</div><div class="tile-k">{esc(k)}</div></div>' for k, v in tiles)
+    embed = esc(stats.get("embed_model") or "—")
+    store = esc(Path(str(stats.get("store", ""))).name or stats.get("store", ""))
+    return (f'<div class="stats"><div class="tiles">{tiles_html}</div>'
+            f'<div class="stats-foot">Embeddings: <code>{embed}</code> · store: <code>{store}</code>'
+            f' ({esc(stats.get("chroma", ""))} Chroma)</div></div>')
