@@ -305,7 +305,7 @@ async def _complete(pa, call: Completion, memory: AnswerMemory) -> dict:
     except Exception as exc:  # noqa: BLE001
         log.exception("chat completion failed")
         raise _backend_error(exc) from None
-    memory.remember(answer.answer, [c.paper_id for c in answer.citations])
+    memory.remember(answer.answer, answer)
     return {
         **call.head("chat.completion"), "system_fingerprint": None,
         "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
@@ -376,9 +376,8 @@ def _sse_end(final: Answer, streamed: str, call: Completion, include_usage: bool
         yield call.chunk({"content": text[len(streamed):]})  # extractive answers arrive here whole
         delivered = text
     if memory is not None:  # the client may echo either text back
-        ids = [c.paper_id for c in final.citations]
-        memory.remember(text, ids)
-        memory.remember(delivered, ids)
+        memory.remember(text, final)
+        memory.remember(delivered, final)
     yield call.chunk({}, "stop", citations=citations_json(final.citations), answer=text,
                      paper_assistant={**answer_meta(final),
                                       "streamed_text_replaced": text.strip() != delivered.strip()})

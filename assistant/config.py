@@ -45,6 +45,13 @@ class RelevancePolicy(BaseModel):
                          "probability is at least this share of the best one's.")
     max_papers: int = Field(3, description="Papers an ordinary question's answer may cite.")
     max_papers_plural: int = Field(5, description="Papers a question asking for papers may cite.")
+    offered: int = Field(2, description="Closest papers a refusal offers as choices (never cited).")
+    rewrite: bool = Field(
+        False, description="Before refusing, ask the model to rewrite the question in a paper's "
+                           "terms and judge again (off: measured +2% recall for +2% false answers "
+                           "and 1-5 s per borderline question; benchmarks/README.md).")
+    rewrite_floor: float = Field(0.03, description="Only questions whose best paper reaches this "
+                                                   "probability are rewritten.")
     summary_candidates: int = Field(80, description="Papers retrieved and judged for a summary.")
     summary_max: int = Field(40, description="Papers a summary may cite.")
 

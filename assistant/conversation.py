@@ -47,11 +47,11 @@ def cited_ids(message: dict) -> list[str]:
 
 
 def turns_from_messages(messages: Optional[Iterable[Any]],
-                        recall: Optional[Callable[[str], list[str]]] = None) -> list[Turn]:
+                        recall: Optional[Callable[[str], Optional[Turn]]] = None) -> list[Turn]:
     """User and assistant messages → Turns (system messages and the like carry nothing).
 
-    An assistant turn keeps the papers it cited (what "it" refers to next); when the message
-    does not echo them, `recall(text)` may remember them."""
+    An assistant turn keeps the papers it showed (what "it" refers to next) and whether it was a
+    refusal; when the message does not echo them, `recall(text)` may remember them."""
     turns: list[Turn] = []
     for m in messages or []:
         if isinstance(m, Turn):
@@ -63,10 +63,13 @@ def turns_from_messages(messages: Optional[Iterable[Any]],
         if role not in ("user", "assistant"):
             continue
         text = message_text(m.get("content"))
-        ids: list[str] = []
+        turn = Turn(role=role, content=text)
         if role == "assistant":
-            ids = cited_ids(m) or (recall(text) if recall else [])
-        turns.append(Turn(role=role, content=text, paper_ids=ids))
+            known = recall(text) if recall else None
+            ids = cited_ids(m)
+            turn = Turn(role=role, content=text, paper_ids=ids or (known.paper_ids if known else []),
+                        refused=bool(m.get("refused")) or bool(known and known.refused and not ids))
+        turns.append(turn)
     return turns
 
 
@@ -80,30 +83,33 @@ class AnswerMemory:
 
     def __init__(self, size: int = 4096):
         self.size = size
-        self._items: "OrderedDict[str, list[str]]" = OrderedDict()
+        self._items: "OrderedDict[str, Turn]" = OrderedDict()
         self._lock = threading.Lock()
 
     @staticmethod
     def _key(text: str) -> str:
         return hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()
 
-    def remember(self, text: str, paper_ids: list[str]) -> None:
-        if not text.strip() or not paper_ids:
+    def remember(self, text: str, answer: Answer) -> None:
+        """Keep what `answer` showed (its papers in order, whether it refused) under `text`."""
+        turn = answer.as_turn()
+        if not text.strip() or not turn.paper_ids:
             return
         with self._lock:
             key = self._key(text)
-            self._items[key] = list(paper_ids)
+            self._items[key] = turn
             self._items.move_to_end(key)
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
 
-    def recall(self, text: str) -> list[str]:
+    def recall(self, text: str) -> Optional[Turn]:
         with self._lock:
-            return list(self._items.get(self._key(text), []))
+            return self._items.get(self._key(text))
 
 
 def history_messages(turns: Iterable[Turn]) -> list[dict]:
-    return [{"role": t.role, "content": t.content, "paper_ids": list(t.paper_ids)} for t in turns]
+    return [{"role": t.role, "content": t.content, "paper_ids": list(t.paper_ids),
+             **({"refused": True} if t.refused else {})} for t in turns]
 
 
 def extend(history: Sequence[Turn], message: str, answer: Answer) -> list[Turn]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable
 
-from .text import common_prefix, normalise, stem, stems, term_in, words_of
+from .text import common_prefix, normalise, split_sentences, stem, stems, term_in, words_of
 from .types import Paper
 
 NEAR_FORM_PREFIX = 6  # near forms share at least this many leading letters (text.near_form)
@@ -25,7 +25,9 @@ def paper_text(p: Paper) -> str:
 
 
 @dataclass(frozen=True)
-class PaperTerms:
+class TextTerms:
+    """The stems, normalised text and words of one text, for matching query terms."""
+
     stems: frozenset[str]
     norm: str
     words: frozenset[str]
@@ -33,14 +35,25 @@ class PaperTerms:
     def has(self, term: str) -> bool:
         return term_in(term, self.stems, self.norm, self.words)
 
+    @classmethod
+    def of_text(cls, text: str) -> "TextTerms":
+        return cls(frozenset(stems(text)), normalise(text), frozenset(words_of(text)))
+
+
+@dataclass(frozen=True)
+class PaperTerms(TextTerms):
+    sentences: tuple[TextTerms, ...] = ()  # the title, then each abstract sentence
+
     @staticmethod
     def of(paper: Paper) -> "PaperTerms":
-        return _paper_terms(paper_text(paper))
+        return _paper_terms(paper_text(paper), paper.title, paper.abstract)
 
 
 @lru_cache(maxsize=4096)
-def _paper_terms(text: str) -> PaperTerms:
-    return PaperTerms(frozenset(stems(text)), normalise(text), frozenset(words_of(text)))
+def _paper_terms(text: str, title: str, abstract: str) -> PaperTerms:
+    whole = TextTerms.of_text(text)
+    parts = tuple(TextTerms.of_text(s) for s in [title] + split_sentences(abstract) if s)
+    return PaperTerms(whole.stems, whole.norm, whole.words, parts)
 
 
 @dataclass

@@ -115,6 +115,8 @@ class Turn(BaseModel):
     role: Literal["user", "assistant"]
     content: str
     paper_ids: list[str] = Field(default_factory=list)
+    # an assistant turn that found nothing: its paper_ids are the closest papers it offered
+    refused: bool = False
 
 
 class Answer(BaseModel):
@@ -129,6 +131,9 @@ class Answer(BaseModel):
     removed_citations: int = 0  # markers dropped because they pointed outside the retrieved set
     unsupported_claims: int = 0  # cited sentences the grounding check could not support
     timings: dict[str, float] = Field(default_factory=dict)
+    # the papers this answer put in front of the user, in order: its citations by number, or
+    # for a refusal the closest papers it offered (what "the first one" refers to next)
+    presented: list[str] = Field(default_factory=list)
 
     def to_json(self) -> dict:
         return {
@@ -143,11 +148,13 @@ class Answer(BaseModel):
             "removed_citations": self.removed_citations,
             "unsupported_claims": self.unsupported_claims,
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
+            "presented": self.presented,
         }
 
     def as_turn(self) -> Turn:
         return Turn(role="assistant", content=self.answer,
-                    paper_ids=[c.paper_id for c in self.citations])
+                    paper_ids=self.presented or [c.paper_id for c in self.citations],
+                    refused=self.abstained)
 
 
 class Filters(BaseModel):

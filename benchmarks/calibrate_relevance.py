@@ -36,6 +36,7 @@ from corpora import (DATA, ROOT, available, corpus_titles, evidence_question, op
                      read_jsonl, scifact_claims, seed_ids_by_key)
 
 from assistant.answer.ground import SentenceEmbeddings  # noqa: E402
+from assistant.answer.query import question_core, topic_of  # noqa: E402
 from assistant.answer.relevance import (FEATURES, MODEL_PATH, QueryTerms, RelevanceModel,  # noqa: E402
                                         feature_rows, sentence_similarity)
 
@@ -58,8 +59,8 @@ class Labelled:
         return int(hashlib.md5(base.encode()).hexdigest(), 16) % 10 < 3
 
 
-def with_loo(item: Labelled) -> list[Labelled]:
-    return [item, Labelled(item.qid + "#loo", item.corpus, "loo", item.query, set(), set(item.gold))]
+def with_loo(item: Labelled, kind: str = "loo") -> list[Labelled]:
+    return [item, Labelled(item.qid + "#loo", item.corpus, kind, item.query, set(), set(item.gold))]
 
 
 def scifact_items(limit: int) -> list[Labelled]:
@@ -81,7 +82,8 @@ def written_items(corpus: str, path: Path, key_map: dict[str, str] | None = None
         if kind == "none":
             out.append(Labelled(it["id"], corpus, "none", turns[0]))
         elif kind == "summary":
-            out.append(Labelled(it["id"], corpus, "topic", turns[0], gold))
+            # judged as the engine judges a summary: on the topic, without the request's words
+            out += with_loo(Labelled(it["id"], corpus, "topic", topic_of(turns[0]), gold), "topic_loo")
         elif kind in ("qa", "name", "author"):
             out += with_loo(Labelled(it["id"], corpus, "pos", turns[0], gold))
     return out
@@ -105,12 +107,19 @@ def cross_items(n: int, seed: int = 11) -> list[Labelled]:
     return out
 
 
+def judged_text(item: Labelled) -> str:
+    """What the engine retrieves and judges for this question (query.parse: a summary's topic
+    is already stored as the item's query; a question loses its "is there evidence that")."""
+    return item.query if item.kind.startswith("topic") else question_core(item.query)
+
+
 def candidates(pa, embed, item: Labelled, n: int) -> dict:
     """The item's top-n candidates (its excluded papers removed) and their sentence similarity:
     the expensive part, cached; features are computed from these at fit time."""
-    hits = pa.retriever.search(item.query, k=n + len(item.exclude))
+    text = judged_text(item)
+    hits = pa.retriever.search(text, k=n + len(item.exclude))
     hits = [h for h in hits if h.paper.paper_id not in item.exclude][:n]
-    return {"item": item, "hits": hits, "sent": sentence_similarity(item.query, hits, embed)}
+    return {"item": item, "text": text, "hits": hits, "sent": sentence_similarity(text, hits, embed)}
 
 
 def collect(items: list[Labelled], n: int) -> list[dict]:
@@ -130,7 +139,8 @@ def featurize(records: list[dict], stats) -> list[dict]:
     out = []
     for rec in records:
         item, hits = rec["item"], rec["hits"]
-        rows = feature_rows(QueryTerms.of(item.query, stats), hits, rec["sent"])
+        rows = feature_rows(QueryTerms.of(rec.get("text", item.query), stats), hits, rec["sent"],
+                            topic=item.kind.startswith("topic"))
         out.append({"item": item, "rows": rows, "ids": [h.paper.paper_id for h in hits],
                     "labels": [int(h.paper.paper_id in item.gold) for h in hits]})
     return out
@@ -147,19 +157,33 @@ def labelled_items(corpus: str, args) -> list[Labelled]:
     return items + [i for i in cross_items(args.cross) if i.corpus == corpus]
 
 
+class _pickle_base:
+    import pickle
+    Unpickler = pickle.Unpickler
+
+
+class _Unpickler(_pickle_base.Unpickler):
+    """Caches written by this script run as __main__ load from any importer of it."""
+
+    def find_class(self, module, name):
+        return Labelled if name == "Labelled" else super().find_class(module, name)
+
+
 def corpus_records(corpus: str, args) -> list[dict]:
     """The corpus's labelled questions with their candidates' features, collected once."""
     import pickle
 
     cache = Path(args.cache) / f"relevance_candidates_{corpus}.pkl"
-    if cache.exists():
-        records = pickle.loads(cache.read_bytes())
-    else:
-        items = labelled_items(corpus, args)
-        print(f"{corpus}: {len(items)} labelled questions", file=sys.stderr)
-        records = collect(items, args.candidates)
+    cached = _Unpickler(cache.open("rb")).load() if cache.exists() else []
+    known = {(r["item"].qid, r.get("text", r["item"].query)): r for r in cached}
+    items = labelled_items(corpus, args)
+    missing = [i for i in items if (i.qid, judged_text(i)) not in known]
+    if missing:  # only questions new (or judged on new text) since the last run are collected
+        print(f"{corpus}: {len(missing)} of {len(items)} labelled questions to collect", file=sys.stderr)
+        known.update({(r["item"].qid, r["text"]): r for r in collect(missing, args.candidates)})
         cache.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_bytes(pickle.dumps(records))
+        cache.write_bytes(pickle.dumps(list(known.values())))
+    records = [{**known[(i.qid, judged_text(i))], "item": i} for i in items]
     return featurize(records, open_corpus(corpus).store.corpus_stats())
 
 
@@ -247,12 +271,15 @@ def precision_at_1(recs: list[dict], by_model: bool) -> float:
 
 
 def topic_figures(recs: list[dict], t: float) -> dict:
-    """Summary topics: share of the expected papers among the candidates selected, and precision."""
+    """Summary topics: share of the expected papers among the candidates selected, precision,
+    and how often a topic whose papers were all removed still selects something."""
     topics = [r for r in recs if r["item"].kind == "topic"]
     tp = sum(l for r in topics for p, l in zip(r["p"], r["labels"]) if p >= t)
     sel = sum(1 for r in topics for p in r["p"] if p >= t)
     gold = sum(len(r["item"].gold) for r in topics)
-    return {"recall": tp / max(gold, 1), "precision": tp / max(sel, 1), "n": len(topics)}
+    loo = [r for r in recs if r["item"].kind == "topic_loo"]
+    return {"recall": tp / max(gold, 1), "precision": tp / max(sel, 1), "n": len(topics),
+            "false": sum(answered(r, t) for r in loo) / max(len(loo), 1)}
 
 
 def report(name: str, recs: list[dict], t: float) -> None:
@@ -261,7 +288,7 @@ def report(name: str, recs: list[dict], t: float) -> None:
     print(f"{name:10s} t={t:.3f} pos answered+right {f['answered_correct']:.3f} (answered {f['answered']:.3f}, "
           f"n={f['n_pos']}) | false: loo {f['false_loo']:.3f} (n={f['n_loo']}) none {f['false_none']:.3f} "
           f"(n={f['n_none']}) cross {f['false_cross']:.3f} (n={f['n_cross']}) all {f['false_all']:.3f} | "
-          f"topics recall {tf['recall']:.2f} precision {tf['precision']:.2f} (n={tf['n']})")
+          f"topics recall {tf['recall']:.2f} precision {tf['precision']:.2f} false {tf['false']:.2f} (n={tf['n']})")
 
 
 def main() -> int:
@@ -275,6 +302,8 @@ def main() -> int:
     ap.add_argument("--sweep", action="store_true", help="print the held-out figures at other thresholds")
     ap.add_argument("--negatives", default=",".join(NEGATIVE_KINDS),
                     help="which out-of-corpus questions the threshold rule counts")
+    ap.add_argument("--skip-loo", default="",
+                    help="CORPUS:KIND pairs left out of the fit, e.g. scifact:loo")
     ap.add_argument("--trees", action="store_true", help="gradient-boosted trees instead (to compare)")
     ap.add_argument("--features", default=",".join(FEATURES))
     ap.add_argument("--corpora", default="seed,arxiv_math,ml_conf,scifact")
@@ -293,7 +322,8 @@ def main() -> int:
     features = args.features.split(",")
     train = [r for r in records if not r["item"].held_out()]
     held = [r for r in records if r["item"].held_out()]
-    fit_on = [r for r in train if r["item"].kind != "topic"]
+    skip = {tuple(x.split(":")) for x in args.skip_loo.split(",") if x}
+    fit_on = [r for r in train if (r["item"].corpus, r["item"].kind) not in skip]
     model = fit_trees(fit_on, features) if args.trees else fit(fit_on, features, args.c)
     held_scored = scored(held, model)
     t = choose_threshold(held_scored, args.max_false, args.negatives.split(","))

@@ -32,7 +32,10 @@ def test_modes():
 
 def test_messages_become_turns():
     memory = AnswerMemory()
-    memory.remember("Recalled answer [1].", ["p9"])
+    memory.remember("Recalled answer [1].", Answer(answer="Recalled answer [1].", intent="question",
+                                                   presented=["p9"]))
+    memory.remember("Nothing found.", Answer(answer="Nothing found.", intent="question",
+                                             abstained=True, presented=["c1", "c2"]))
     turns = turns_from_messages([
         {"role": "system", "content": "ignored"},
         {"role": "user", "content": [{"type": "text", "text": "Which "}, {"type": "text", "text": "paper?"},
@@ -40,12 +43,14 @@ def test_messages_become_turns():
         {"role": "assistant", "content": "A [1].", "citations": [{"paper_id": "p1"}, {"x": 1}]},
         {"role": "assistant", "content": "B [1].", "paper_ids": ["p2"]},
         {"role": "assistant", "content": "Recalled answer  [1]."},
+        {"role": "assistant", "content": "Nothing found."},
         Turn(role="user", content="as is"),
     ], recall=memory.recall)
     assert [(t.role, t.content, t.paper_ids) for t in turns] == [
         ("user", "Which paper?", []), ("assistant", "A [1].", ["p1"]),
         ("assistant", "B [1].", ["p2"]), ("assistant", "Recalled answer  [1].", ["p9"]),
-        ("user", "as is", [])]
+        ("assistant", "Nothing found.", ["c1", "c2"]), ("user", "as is", [])]
+    assert [t.refused for t in turns] == [False, False, False, False, True, False]
     with pytest.raises(InputError):
         turns_from_messages(["not a message"])
 

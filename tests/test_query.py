@@ -53,3 +53,100 @@ def test_other_intents(message, intent):
 
 def test_a_topic_made_only_of_request_words_falls_back_to_the_message():
     assert topic_of("Summarize the papers.") == "Summarize the papers"
+
+
+# ---------------------------------------------------------------- references to earlier answers
+from assistant.answer.query import compare_targets, parse, split_parts  # noqa: E402
+from assistant.types import Turn  # noqa: E402
+
+TEXTS = {"A": "Causal discovery from multiple views", "B": "Federated causal effect estimation",
+         "C": "Conditional independence testing for causal inference", "D": "Spectral instrumental variables",
+         "X": "Backdoor attacks in federated learning", "Y": "Sycophancy after preference tuning"}
+
+
+def convo(*answers, refused_last=False):
+    """A history whose assistant turns showed these paper lists, in order."""
+    turns = []
+    for i, ids in enumerate(answers):
+        turns += [Turn(role="user", content=f"q{i}"),
+                  Turn(role="assistant", content=f"a{i}", paper_ids=list(ids),
+                       refused=refused_last and i == len(answers) - 1)]
+    return turns
+
+
+SUMMARY = convo(["A", "B", "C", "D"])
+
+
+@pytest.mark.parametrize("message,history,expected", [
+    ("Compare the first two papers you mentioned", SUMMARY, ["A", "B"]),
+    ("Tell me more about the second one", SUMMARY, ["B"]),
+    ("what about the last one?", SUMMARY, ["D"]),
+    ("and the third paper?", SUMMARY, ["C"]),
+    ("Who wrote [2]?", SUMMARY, ["B"]),
+    ("Tell me about paper 3", SUMMARY, ["C"]),
+    ("compare the last two", SUMMARY, ["C", "D"]),
+    ("Compare the two federated ones you mentioned", convo(["A", "B", "X"]), ["B", "X"]),
+    ("Compare the two causal papers you mentioned", convo(["X", "A", "Y", "C"]), ["A", "C"]),
+    ("Who wrote the federated one?", convo(["A", "B", "C"]), ["B"]),
+    ("Who wrote it?", convo(["Y"]), ["Y"]),
+    ("What does it propose?", convo(["A", "B"]), ["A"]),
+    ("Compare them", convo(["C", "D"]), ["C", "D"]),
+    ("compare both", convo(["C", "D"]), ["C", "D"]),
+    ("compare the two", convo(["X"], ["Y"]), ["Y", "X"]),
+    # "it" is the latest answer's paper, "the first one" counts through the latest list
+    ("Compare it with the first one", convo(["A", "B", "C"], ["B"]), ["B", "A"]),
+    ("and the other one?", convo(["X", "Y"], ["X"]), ["Y"]),
+    ("Who wrote it?", convo(["X", "Y"], refused_last=True), ["X"]),
+])
+def test_references_resolve_against_what_answers_showed(message, history, expected):
+    q = parse(message, history, describe=lambda pid: TEXTS[pid])
+    assert q.references == expected
+
+
+def test_a_reference_with_nothing_to_point_at_is_reported():
+    q = parse("what about the fifth one?", convo(["A", "B"]))
+    assert q.references == [] and q.unresolved
+
+
+def test_after_a_refusal_references_point_at_the_offered_papers():
+    q = parse("Who wrote it?", convo(["X", "Y"], refused_last=True))
+    assert q.after_refusal and q.asks_authors
+
+
+@pytest.mark.parametrize("message", [
+    "Which paper proposes a benchmark for embodied agents?",
+    "Is there a paper that studies sycophancy?",
+    "What is the paper about KANs?",
+])
+def test_new_questions_do_not_refer_back(message):
+    assert parse(message, convo(["A", "B"])).references == []
+
+
+def test_compare_keeps_named_sides_and_drops_references():
+    q = parse("Compare it with Top-W", convo(["Y"]))
+    assert q.references == ["Y"] and q.targets == ["Top-W"]
+
+
+@pytest.mark.parametrize("message,targets", [
+    ("Compare Top-W with Verbalized Sampling.", ["Top-W", "Verbalized Sampling"]),
+    ("Compare DualGraph and Meta Context Engineering", ["DualGraph", "Meta Context Engineering"]),
+    ("Compare the paper that unrolls the discriminator optimization with the paper that treats "
+     "the discriminator as an energy function",
+     ["unrolls the discriminator optimization", "treats the discriminator as an energy function"]),
+    ("compare the one which uses spectral normalization and the one about unrolled optimization",
+     ["uses spectral normalization", "unrolled optimization"]),
+])
+def test_compare_targets(message, targets):
+    assert compare_targets(message) == targets
+
+
+@pytest.mark.parametrize("message,parts", [
+    ("Which paper forecasts lichen growth, and by how much does it reduce error?",
+     ["Which paper forecasts lichen growth", "by how much does it reduce error?"]),
+    ("Who wrote it and what benchmarks does it use?", ["Who wrote it", "what benchmarks does it use?"]),
+    ("What is Top-W?", ["What is Top-W?"]),
+    ("Which papers study causal discovery and federated learning?",
+     ["Which papers study causal discovery and federated learning?"]),
+])
+def test_multi_part_questions_split(message, parts):
+    assert split_parts(message) == parts

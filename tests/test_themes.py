@@ -3,19 +3,32 @@ from __future__ import annotations
 
 import numpy as np
 
-from assistant.answer.themes import cluster, theme_name, themes
+from assistant.answer.themes import cluster, target_groups, theme_name, themes
 from assistant.stats import CorpusStats
 from assistant.types import Paper
 
 
-def test_cluster_groups_similar_vectors_and_keeps_first_member_order():
-    v = np.array([[1, 0, 0], [0, 1, 0], [0.95, 0.05, 0], [0.05, 0.97, 0], [0, 0, 1]], dtype=float)
-    assert cluster(v, min_similarity=0.8, max_groups=6) == [[0, 2], [1, 3], [4]]
+def _blobs(sizes, dim=12, seed=0):
+    rng = np.random.default_rng(seed)
+    centres = np.eye(dim)[: len(sizes)]
+    rows, labels = [], []
+    for k, n in enumerate(sizes):
+        rows += [centres[k] + 0.05 * rng.normal(size=dim) for _ in range(n)]
+        labels += [k] * n
+    order = rng.permutation(len(rows))
+    return np.array(rows)[order], [labels[i] for i in order]
 
 
-def test_cluster_merges_down_to_max_groups_even_when_dissimilar():
-    v = np.eye(4)
-    assert len(cluster(v, min_similarity=0.9, max_groups=2)) == 2
+def test_cluster_finds_the_groups_and_keeps_first_member_order():
+    v, labels = _blobs([6, 6, 6])
+    groups = cluster(v, min_similarity=0.9, max_groups=6)
+    assert sorted(sorted(labels[i] for i in g) for g in groups) == [[0] * 6, [1] * 6, [2] * 6]
+    assert [g[0] for g in groups] == sorted(g[0] for g in groups)
+
+
+def test_cluster_a_handful_of_papers_is_one_theme_unless_they_differ_a_lot():
+    assert len(cluster(np.eye(4), min_similarity=0.9, max_groups=6)) == 1  # sqrt(4/2) -> 1
+    assert target_groups(40, 6) == 4 and target_groups(3, 6) == 1 and target_groups(400, 6) == 6
 
 
 def _p(pid, abstract):

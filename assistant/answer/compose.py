@@ -11,8 +11,8 @@ from typing import Optional
 
 from ..prompts import render
 from ..types import Paper
-from .ground import Source, safe_sentences
-from ..text import shorten
+from .ground import NUMBER_RE, QUANTITY_RE, Source, safe_sentences
+from ..text import shorten, stems, terms
 
 ASPECTS = {
     "Problem": re.compile(r"\b(however|yet|challeng|problem|limit|bottleneck|remains|difficult|"
@@ -40,11 +40,40 @@ def sources_text(sources: list[Source]) -> str:
     return "\n".join(source_block(s) for s in sources)
 
 
-def question_prompt(question: str, sources: list[Source], previous: str = "") -> str:
+METADATA_PART_RE = re.compile(r"^\s*(and\s+)?(who (wrote|authored|are the authors|is the author|made|published)"
+                              r"|what are the authors|(when|what year|which year) (was|is) (it|this|that)"
+                              r"|(which|what) venue)\b", re.I)
+
+
+def is_metadata_part(part: str) -> bool:
+    """A part answered from the paper's record, not its abstract ("who wrote it")."""
+    return bool(METADATA_PART_RE.search(part))
+
+
+def question_prompt(parts: list[str], sources: list[Source], previous: str = "") -> str:
+    """The question (its parts numbered when it has several) over the sources."""
+    question = parts[0] if len(parts) == 1 else "Answer each part:\n" + "\n".join(
+        f"{i}. {p}" for i, p in enumerate(parts, 1))
     if previous:
         return render("followup", sources=sources_text(sources), question=question,
                       previous=previous)
     return render("question", sources=sources_text(sources), question=question)
+
+
+def unanswered_parts(parts: list[str], sources: list[Source]) -> list[str]:
+    """Notices for the parts of a multi-part question that no source's evidence speaks to:
+    a "how much" part needs a sentence with a number, any other part its content words."""
+    if len(parts) < 2:
+        return []
+    notes = []
+    evidence = " ".join(s for src in sources for s in src.sentences)
+    have = stems(evidence)
+    for part in parts[1:]:
+        want = stems(" ".join(terms(part)))
+        answered = bool(NUMBER_RE.search(evidence)) if QUANTITY_RE.search(part) else bool(want & have)
+        if not answered:
+            notes.append(f"The abstracts do not say: “{part.strip().rstrip('?')}?”")
+    return notes
 
 
 def summary_prompt(topic: str, themes: list[tuple[str, list[Source]]], per_theme: int = 2) -> str:
@@ -148,11 +177,45 @@ def extracts(sources: list[Source], words: int = 45) -> str:
     return "\n".join(lines)
 
 
-def abstain_text(topic: str, nearest: Optional[list[Paper]] = None) -> str:
-    text = (f"I found nothing in this collection about that"
-            f"{': ' + shorten(topic, 14) if topic else ''}. None of its papers is relevant enough "
-            "to answer, so I cite none.")
-    if nearest:
-        names = "; ".join(f"“{shorten(p.title, 10)}”" for p in nearest[:2])
-        text += f" (Closest, but not about it: {names}.)"
+def refusal(intent: str, topic: str, offered: list[Paper], filtered: bool = False,
+            outside: Optional[list[Paper]] = None) -> str:
+    """Nothing in the collection answers: say so plainly and cite nothing. A summary names its
+    topic (a noun phrase); a question is never echoed back as if it were one."""
+    subject = f"on *{shorten(topic, 12)}*" if intent == "summary" else "that answers this"
+    scope = "among the papers your filters allow" if filtered else "in this collection"
+    text = f"I found nothing {scope} {subject}, so I cite no paper."
+    if outside:
+        names = "; ".join(f"*{short_name(p)}*" for p in outside)
+        text += f" Outside your filters, these papers are about it: {names}. Clear the filters to use them."
+    if offered:
+        text += "\n\n" + closest_list(offered, "The closest papers, which do not answer it:")
     return text
+
+
+def closest_list(papers: list[Paper], heading: str) -> str:
+    lines = [heading] + [f"{i}. *{shorten(p.title, 14)}*" + (f" — {p.author_line(2)}" if p.authors else "")
+                         for i, p in enumerate(papers, 1)]
+    lines.append("If one of them is what you meant, ask about it (“the first one”).")
+    return "\n".join(lines)
+
+
+def choices(offered: list[Paper]) -> str:
+    """A follow-up to a refusal ("who wrote it?"): "it" is not one paper yet."""
+    if not offered:
+        return "My last answer found no paper about your question, so there is nothing to refer to."
+    return ("My last answer found no paper about your question, so I can't tell which paper you "
+            "mean.\n\n" + closest_list(offered, "It offered these, none of which answered it:"))
+
+
+def unresolved(reference: str, shown: list[Paper]) -> str:
+    """A reference that points past what was shown ("the fifth one" of two papers)."""
+    text = f"I can't tell which paper “{reference.strip()}” means"
+    if not shown:
+        return text + ": my earlier answers showed no papers."
+    return text + f": my last answer showed {len(shown)}.\n\n" + closest_list(shown, "They were:")
+
+
+def only_one(source: Source, missing: list[str]) -> str:
+    what = (" I found nothing for " + ", ".join(f"“{m}”" for m in missing) + ".") if missing else ""
+    return (f"I can only find one side of this comparison in the collection, "
+            f"*{short_name(source.paper)}* [{source.n}], so there is nothing to compare it with here.{what}")

@@ -67,18 +67,39 @@ def safe_sentences(paper: Paper) -> list[str]:
     return [s for s in split_sentences(paper.abstract) if not INJECTION_RE.search(s)]
 
 
-def best_sentences(paper: Paper, query: str, embed: SentenceEmbeddings, n: int) -> list[str]:
-    """The n abstract sentences closest to the query, kept in the abstract's order."""
-    sents = safe_sentences(paper)
-    if len(sents) <= n:
-        return sents
+QUANTITY_RE = re.compile(r"\b(how (much|many|large|big|fast|often|well)|by what (margin|factor)|"
+                         r"what (percentage|fraction|share|accuracy|error|speed-?up)|"
+                         r"improve(ment)?s? (by|of)|reduc\w* (error|cost|time))", re.I)
+
+
+def sentence_scores(sents: list[str], query: str, embed: SentenceEmbeddings) -> np.ndarray:
+    """How well each sentence answers the query: embedding similarity plus shared stems, and
+    for a question asking "how much", a bonus for sentences that state a number."""
     qv = embed([query])[0]
     sims = embed(sents) @ qv
     q_stems = stems(" ".join(terms(query)))
     lex = np.array([len(q_stems & stems(s)) / max(len(q_stems), 1) for s in sents])
-    score = sims + 0.3 * lex
-    top = sorted(np.argsort(-score)[:n])
-    return [sents[i] for i in top]
+    wants_number = bool(QUANTITY_RE.search(query))
+    numbers = np.array([bool(NUMBER_RE.search(s)) for s in sents], dtype=float)
+    return sims + 0.3 * lex + (0.3 * numbers if wants_number else 0.0)
+
+
+def best_sentences(paper: Paper, query: str, embed: SentenceEmbeddings, n: int) -> list[str]:
+    """The n abstract sentences closest to the query, kept in the abstract's order."""
+    return evidence_for(paper, [query], embed, n)
+
+
+def evidence_for(paper: Paper, parts: list[str], embed: SentenceEmbeddings, n: int) -> list[str]:
+    """The n best sentences for the question's first part and the best one for each further
+    part ("…, and by how much does it reduce error?"), once each, in the abstract's order."""
+    sents = safe_sentences(paper)
+    if len(sents) <= n:
+        return sents
+    chosen: list[int] = []
+    for k, part in enumerate(parts):
+        order = [int(i) for i in np.argsort(-sentence_scores(sents, part, embed))]
+        chosen += [i for i in order if i not in chosen][: n if k == 0 else 1]
+    return [sents[i] for i in sorted(chosen)]
 
 
 @dataclass

@@ -1,92 +1,277 @@
-"""Planning a turn: follow-up focus, ordinal references, compare targets.
+"""Planning a turn: which papers it rests on and the structure of its answer, per intent.
 
-The default local model neither abstains nor picks papers reliably on its own, so the decisions
-that make an answer correct are made in the pipeline (here, query.py and relevance.py), and the
-model only writes prose over the papers chosen.
+The default local model neither abstains nor picks papers reliably on its own, so the
+decisions that make an answer correct are made here: what the message refers to (query.py),
+which papers are about it (relevance.py), and the cited structure (compose.py). The model only
+writes prose over the papers chosen, which grounding then checks.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
+from typing import Callable, Optional
 
-from ..types import Turn
-from ..text import terms
+from ..config import Settings
+from ..retrieve import Retriever
+from ..text import distinctive_tokens, normalise, terms
+from ..types import Filters, Hit, Intent, Paper, Turn
+from . import compose
+from .ground import SentenceEmbeddings, Source, evidence_for
+from .query import Query, parse
+from .relevance import Judge, Judged, authors_named
+from .themes import Theme, themes
 
-FOLLOWUP_RE = re.compile(
-    r"\b(it|its|it's|they|them|their|this|that|these|those|both|former|latter|"
-    r"the (paper|papers|method|approach|work|model|authors?|first|second|third|last|same)|"
-    r"(first|second|third|last) one|the two|the three|both of them|each other)\b", re.I)
-AUTHORS_Q_RE = re.compile(r"\b(who (wrote|authored|are the authors|is the author|did)|"
-                          r"(author|authors) of (it|this|that|the))\b", re.I)
 SINGULAR_RE = re.compile(r"\b(which|what) (paper|work|article|study|method)\b|\bthe paper\b", re.I)
-ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3, "1st": 0, "2nd": 1, "3rd": 2}
-SPLIT_TARGETS_RE = re.compile(
-    r"\s*(?:,|;|:|\band\b|\bwith\b|\bvs\.?|\bversus\b|\bagainst\b|\bto\b|&|"
-    r"\b(?:is|are)\s+different\s+from\b|\bdiffers?\s+from\b|\bdifferent\s+from\b|\bfrom\b)\s*", re.I)
-# a clause after the names says how to compare, not what: "... as views on LLM failure modes"
-TRAILING_CLAUSE_RE = re.compile(
-    r"\s+(?:as|in terms of|with respect to|regarding|for|on how|when it comes to|on|in)\s+.*$", re.I)
+PLURAL_RE = re.compile(r"\b(papers|works|studies|articles|any work|is there (any|work))\b", re.I)
 
 
-def previous_focus(history: list[Turn], want: int = 1) -> list[str]:
-    """Paper ids the last assistant turn cited: what "it" and "them" refer to. With want=2
-    ("compare the two" after two one-paper answers) earlier turns are added until there are two."""
-    ids: list[str] = []
-    for turn in reversed(history):
-        if turn.role == "assistant" and turn.paper_ids:
-            ids.extend(p for p in turn.paper_ids if p not in ids)
-            if len(ids) >= want:
-                break
-    return ids
+@dataclass
+class TurnPlan:
+    """What a turn will say: fixed, already-cited structure plus an optional prompt for prose."""
+
+    intent: Intent
+    query: str
+    retrieved: list[Hit] = field(default_factory=list)
+    sources: list[Source] = field(default_factory=list)
+    prefix: str = ""  # pipeline-written, cited text shown before the model's prose
+    prompt: Optional[str] = None  # None: no prose from the model for this turn
+    prose_heading: str = ""
+    fallback: str = ""  # cited extracts used when the model fails or says nothing supported
+    abstain: bool = False
+    offered: list[Paper] = field(default_factory=list)  # a refusal's closest papers, as choices
+    notices: list[str] = field(default_factory=list)
+    max_tokens: int = 160  # prose is a few sentences; a bound keeps the whole answer quick
+
+
+class Planner:
+    def __init__(self, settings: Settings, retriever: Retriever, judge: Judge,
+                 embed: SentenceEmbeddings, rewriter: Optional[Callable[[str], str]] = None):
+        self.settings = settings
+        self.rewriter = rewriter  # the model's rewrite of a question into a paper's terms
+        self.policy = settings.relevance
+        self.retriever = retriever
+        self.store = retriever.store
+        self.judge = judge
+        self.embed = embed
+
+    def plan(self, message: str, history: list[Turn], mode: Optional[str],
+             filters: Optional[Filters], k: Optional[int]) -> TurnPlan:
+        q = parse(message, history, mode, describe=self._describe)
+        focus = [p for p in (self.store.paper(i) for i in q.references) if p is not None]
+        if q.unresolved:
+            return self._unresolved(q, history)
+        if q.after_refusal and q.reference in ("it", "all", "both"):
+            return self._offer(q, focus)
+        if q.intent == "compare":
+            return self._compare(q, focus, filters)
+        if q.intent == "summary":
+            return self._summary(q, focus, filters, k)
+        return self._question(q, history, focus, filters, k)
+
+    # ------------------------------------------------------------------ intents
+    def _question(self, q: Query, history, focus: list[Paper], filters, k) -> TurnPlan:
+        if focus and not self._names_other_papers(q.message, focus):
+            plan = TurnPlan("question", q.message, retrieved=[as_hit(p) for p in focus])
+            return self._about(plan, q, focus, previous=previous_user_message(history))
+        hits, judged = self._judged(q.topic, filters, max(k or 0, self.policy.candidates))
+        chosen = self.judge.choose(judged, singular=bool(SINGULAR_RE.search(q.message))
+                                   and not PLURAL_RE.search(q.message),
+                                   plural=bool(PLURAL_RE.search(q.message)))
+        if not chosen and self._worth_rewriting(judged):
+            hits, chosen = self._rewritten(q, filters, hits)
+        plan = TurnPlan("question", q.message, retrieved=hits)
+        if not chosen:
+            return self._refuse(plan, q, judged, filters)
+        return self._about(plan, q, [j.paper for j in chosen])
+
+    def _worth_rewriting(self, judged: list[Judged]) -> bool:
+        return (self.policy.rewrite and self.rewriter is not None and bool(judged)
+                and judged[0].p >= self.policy.rewrite_floor)
+
+    def _rewritten(self, q: Query, filters, hits: list[Hit]) -> tuple[list[Hit], list[Judged]]:
+        """Paraphrase recall: ask again in the terms a paper would use, through the same gate."""
+        text = self.rewriter(q.topic)
+        if not terms(text):
+            return hits, []
+        new_hits, judged = self._judged(text, filters, self.policy.candidates)
+        chosen = self.judge.choose(judged, singular=bool(SINGULAR_RE.search(q.message)), plural=False)
+        return (new_hits, chosen) if chosen else (hits, [])
+
+    def _about(self, plan: TurnPlan, q: Query, papers: list[Paper], previous: str = "") -> TurnPlan:
+        """Answer every part of the question from these papers."""
+        plan.sources = self._sources(papers, q.parts)
+        content = [p for p in q.parts if not compose.is_metadata_part(p)]
+        if q.asks_authors:
+            plan.prefix = compose.authors_answer(plan.sources)
+        if not content:
+            return plan
+        plan.prompt = compose.question_prompt(content, plan.sources, previous=previous)
+        plan.fallback = compose.extracts(plan.sources)
+        plan.notices += compose.unanswered_parts(content, plan.sources)
+        return plan
+
+    def _summary(self, q: Query, focus: list[Paper], filters, k) -> TurnPlan:
+        plan = TurnPlan("summary", q.topic)
+        if focus and not new_terms(q.topic, focus):
+            papers, matching = list(focus), len(focus)  # "summarize them": earlier papers
+            plan.retrieved = [as_hit(p) for p in papers]
+        else:
+            hits, judged = self._judged(q.topic, filters, max(k or 0, self.policy.summary_candidates),
+                                        topic=True)
+            plan.retrieved = hits
+            relevant = self.judge.relevant(judged)
+            papers, matching = [j.paper for j in relevant[: self.policy.summary_max]], len(relevant)
+            if not papers:
+                return self._refuse(plan, q, judged, filters)
+        grouped = self._themes(papers, q.topic)
+        plan.sources = self._sources([p for t in grouped for p in t.papers], [q.topic], per_part=1)
+        by_id = {s.paper.paper_id: s for s in plan.sources}
+        themed = [(t.name, [by_id[p.paper_id] for p in t.papers]) for t in grouped]
+        plan.prefix = compose.summary_listing(q.topic, themed, matching, len(self.store.papers()))
+        plan.prompt = compose.summary_prompt(q.topic, themed)
+        plan.prose_heading = "**Synthesis.** "
+        plan.max_tokens = 45 * len(themed)
+        return plan
+
+    def _compare(self, q: Query, focus: list[Paper], filters) -> TurnPlan:
+        plan = TurnPlan("compare", q.message)
+        papers, missing = list(focus), []
+        for target in q.targets:
+            if any(names_paper(target, p) for p in papers):
+                continue
+            found, hits = self._resolve_side(target, papers, filters)
+            plan.retrieved.extend(h for h in hits if h not in plan.retrieved)
+            if found is None:
+                missing.append(target)
+            else:
+                papers.append(found)
+        papers = papers[: self.settings.compare_max]
+        chosen = {p.paper_id for p in papers}
+        plan.retrieved = [as_hit(p) for p in papers] + [h for h in plan.retrieved
+                                                        if h.paper.paper_id not in chosen]
+        if missing:
+            plan.notices.append("Not found in this collection: " + ", ".join(f"“{m}”" for m in missing) + ".")
+        if not papers:
+            return self._refuse(plan, q, [], filters)
+        plan.sources = self._sources(papers, [q.message], per_part=2)
+        if len(papers) == 1:
+            plan.prefix = compose.only_one(plan.sources[0], missing) + "\n\n" + compose.extracts(plan.sources)
+            return plan
+        plan.prefix = compose.compare_table(plan.sources)
+        plan.prompt = compose.compare_prompt(plan.sources)
+        plan.prose_heading = "**Verdict.** "
+        plan.max_tokens = 120
+        return plan
+
+    def _resolve_side(self, target: str, taken: list[Paper], filters) -> tuple[Optional[Paper], list[Hit]]:
+        """One side of a comparison, on its own: a paper named by the side (its method name or
+        title) first, else the best paper the relevance model accepts; never one already taken."""
+        hits, judged = self._judged(target, filters, self.policy.candidates)
+        taken_ids = {p.paper_id for p in taken}
+        free = [j for j in judged if j.paper.paper_id not in taken_ids]
+        named = [j for j in free if title_names(target, j.paper)]
+        if named:
+            return named[0].paper, [named[0].hit]
+        relevant = self.judge.relevant(free)
+        return (relevant[0].paper, [relevant[0].hit]) if relevant else (None, hits[:2])
+
+    # ------------------------------------------------------------------ refusals
+    def _refuse(self, plan: TurnPlan, q: Query, judged: list[Judged], filters) -> TurnPlan:
+        """Nothing passed the gate: say so, cite nothing, offer the closest papers as choices."""
+        plan.abstain = True
+        plan.sources = []
+        plan.offered = [j.paper for j in judged[: self.policy.offered]]
+        filtered = filters is not None and not filters.is_empty()
+        outside = self._relevant_outside(q, filters) if filtered else []
+        plan.prefix = compose.refusal(q.intent, q.topic, plan.offered, filtered, outside)
+        return plan
+
+    def _relevant_outside(self, q: Query, filters: Filters) -> list[Paper]:
+        """With filters set: papers the filters excluded that would have answered."""
+        _, judged = self._judged(q.topic, None, self.policy.candidates, topic=q.intent == "summary")
+        allowed = self.store.allowed_papers(filters) or set()
+        return [j.paper for j in self.judge.relevant(judged) if j.paper.paper_id not in allowed][:3]
+
+    def _offer(self, q: Query, offered: list[Paper]) -> TurnPlan:
+        """"Who wrote it?" after a refusal: "it" is not one paper; offer the closest as choices."""
+        plan = TurnPlan(q.intent, q.message, abstain=True, offered=offered)
+        plan.prefix = compose.choices(offered)
+        return plan
+
+    def _unresolved(self, q: Query, history: list[Turn]) -> TurnPlan:
+        shown = next((t.paper_ids for t in reversed(history) if t.role == "assistant" and t.paper_ids), [])
+        offered = [p for p in (self.store.paper(i) for i in shown) if p is not None]
+        plan = TurnPlan(q.intent, q.message, abstain=True, offered=offered)
+        plan.prefix = compose.unresolved(q.unresolved, offered)
+        return plan
+
+    # ------------------------------------------------------------------ helpers
+    def _judged(self, query: str, filters: Optional[Filters], n: int,
+                topic: bool = False) -> tuple[list[Hit], list[Judged]]:
+        """Candidates for `query` (plus every paper of an author it names), judged best first."""
+        hits = self.retriever.search(query, k=n, filters=filters)
+        hits += self._papers_of_named_authors(query, hits, filters)
+        return hits, self.judge.judge(query, hits, topic=topic)
+
+    def _papers_of_named_authors(self, message: str, hits: list[Hit],
+                                 filters: Optional[Filters]) -> list[Hit]:
+        """Every paper of an author the message names, even those retrieval ranked low."""
+        have = {h.paper.paper_id for h in hits}
+        allowed = self.store.allowed_papers(filters)
+        stats = self.store.corpus_stats()
+        extra = []
+        for pid in sorted(stats.papers_by(authors_named(message, stats)) - have):
+            paper = self.store.paper(pid)
+            if paper is not None and (allowed is None or pid in allowed):
+                extra.append(as_hit(paper))
+        return extra
+
+    def _names_other_papers(self, message: str, focus: list[Paper]) -> bool:
+        """Does the message name a method that none of the focus papers mentions?"""
+        names = distinctive_tokens(message)
+        return bool(names) and not any(names_paper(n, p) for n in names for p in focus)
+
+    def _sources(self, papers: list[Paper], parts: list[str], per_part: Optional[int] = None) -> list[Source]:
+        """Numbered sources whose evidence answers every part of the question."""
+        n = per_part or self.settings.evidence_sentences
+        return [Source(i + 1, p, evidence_for(p, parts, self.embed, n)) for i, p in enumerate(papers)]
+
+    def _themes(self, papers: list[Paper], topic: str) -> list[Theme]:
+        vectors = self.store.paper_vectors([p.paper_id for p in papers])
+        return themes(papers, vectors, topic, self.store.corpus_stats(),
+                      self.settings.theme_similarity, self.settings.max_themes)
+
+    def _describe(self, paper_id: str) -> str:
+        paper = self.store.paper(paper_id)
+        return f"{paper.title} {paper.category or ''} {paper.abstract}" if paper else ""
+
+
+def as_hit(paper: Paper) -> Hit:
+    return Hit(paper=paper, score=1.0, snippet=paper.abstract[:300])
+
+
+def names_paper(target: str, paper: Paper) -> bool:
+    names = distinctive_tokens(target) or [target]
+    text = normalise(paper.title + " " + paper.abstract)
+    return any(normalise(n) in text for n in names)
+
+
+def title_names(target: str, paper: Paper) -> bool:
+    """The side is the paper's title, or the method name its title starts with
+    ("Energy-based GANs" is "Energy-based Generative Adversarial Network", not
+    "Calibrating Energy-based GANs")."""
+    t = " ".join(normalise(target).split())
+    title = " ".join(normalise(paper.title).split())
+    head = re.split(r"[:—–]| - ", title)[0].strip()
+    return bool(t) and (t == title or t == head or (len(t) >= 4 and title.startswith(t + " ")
+                                                     and len(t.split()) >= 2))
+
+
+def new_terms(topic: str, papers: list[Paper]) -> bool:
+    """Does a summary request name a topic beyond the papers it refers to ("summarize them")?"""
+    words = [t for t in terms(topic) if t not in ("them", "these", "those", "both", "two", "three")]
+    return bool(words) and not all(any(names_paper(w, p) for p in papers) for w in words)
 
 
 def previous_user_message(history: list[Turn]) -> str:
-    for turn in reversed(history):
-        if turn.role == "user":
-            return turn.content
-    return ""
-
-
-def ordinal_references(message: str) -> list[int]:
-    """Positions named by ordinals ("the first and the second one" → [0, 1]), in order."""
-    found = re.findall(r"\b(first|second|third|fourth|1st|2nd|3rd)\b", message, re.I)
-    return list(dict.fromkeys(ORDINALS[f.lower()] for f in found))
-
-
-def compare_targets(message: str) -> list[str]:
-    """Names of the things to compare, e.g. 'Compare Top-W with Verbalized Sampling'."""
-    m = re.search(r"\b(?:compare|comparing|contrast|between)\b(.*)", message, re.I | re.S)
-    body = m.group(1) if m else message
-    body = re.sub(r"[?.!]+$", "", body.strip())
-    body = re.sub(r"^(how|in what way|what)\s+(does|do|is|are)\s+", "", body, flags=re.I)
-    parts = [p for p in SPLIT_TARGETS_RE.split(body) if p and p.strip()]
-    targets = []
-    for part in parts:
-        part = TRAILING_CLAUSE_RE.sub("", part.strip()) if len(part.split()) > 3 else part
-        part = re.sub(r"\b(the|a|an|papers?|works?|methods?|approach(es)?|called|on|about|"
-                      r"one|two|does|do|differ|differs|different)\b", " ", part, flags=re.I)
-        part = " ".join(part.split()).strip(" '\"“”")
-        if part and terms(part) and not FOLLOWUP_RE.search(part):
-            targets.append(part)
-    named = [t for t in targets if any(w[0].isupper() for w in t.split())]
-    # "Heurtebise vs Fröhlich: how do their approaches to causality differ?" names two
-    # things; the rest of the sentence says how to compare them
-    return named if len(named) >= 2 else targets
-
-
-def is_plural_question(message: str) -> bool:
-    return bool(re.search(r"\b(papers|works|studies|articles|any work|is there (any|work))\b",
-                          message, re.I))
-
-
-def is_singular_question(message: str) -> bool:
-    return bool(SINGULAR_RE.search(message)) and not re.search(r"\bpapers\b", message, re.I)
-
-
-def refers_back(message: str) -> bool:
-    return bool(FOLLOWUP_RE.search(message))
-
-
-def asks_for_authors(message: str) -> bool:
-    return bool(AUTHORS_Q_RE.search(message))
-
-
+    return next((t.content for t in reversed(history) if t.role == "user"), "")

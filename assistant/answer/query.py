@@ -1,14 +1,24 @@
-"""What a message asks: its intent and, for summaries, the topic stripped of the request's words.
+"""Message + history → a typed query: intent, topic, compare targets, references, parts.
 
-"Summarize what this collection says about X", "What's in here on X?", "Give me an overview of
-X" all reduce to X before retrieval: the words that make the request ("summarize",
-"collection", "says", "papers") never count as topic terms.
+One pure function, `parse`, so every way of saying the same thing can be tested in a table:
+
+- the topic of a summary without the request's own words ("Summarize what this collection says
+  about X", "What's in here on X?", "Give me an overview of X" → X);
+- references to what earlier answers showed, each answer's papers in the order it presented
+  them: "it", "the first two", "the second one", "[2]", "both", "them", "the other one", "the
+  two causal papers you mentioned"; after a refusal the same words point at the closest papers
+  it offered;
+- the sides of a comparison ("compare A with B"), minus the sides that are references;
+- the parts of a multi-part question ("Which paper does X, and by how much does it improve?").
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
+from typing import Callable, Optional
 
-from ..types import Intent
+from ..text import stems, terms
+from ..types import Intent, Turn
 
 COMPARE_RE = re.compile(
     r"\b(compare|comparing|comparison|contrast|versus|vs\.?|differ|differs|different from|"
@@ -32,8 +42,70 @@ papers paper work works research studies study literature articles findings resu
 please can could would you i we want like know brief short quick high-level general some
 main key overall everything anything written published available
 """.split())
-
+# How people ask whether the literature has something, not what they ask about.
+SCAFFOLD_RE = re.compile(
+    r"^\s*(?:(?:is|are) there (?:any |some )?(?:evidence|work|research|papers?|studies|a paper|"
+    r"a study|literature|results?)\s+(?:that|which|on|about|for|showing|suggesting|of|to suggest)|"
+    r"(?:do|does) (?:we|anyone|any paper|the literature) (?:know|show|find)\s+(?:whether|if|that)?|"
+    r"has anyone (?:shown|studied|found|looked at|proposed)(?:\s+(?:whether|if|that))?)\s+", re.I)
 POLITE_RE = re.compile(r"^\s*(please|can you|could you|would you|i'd like|i would like|i want)\b[\s,]*", re.I)
+
+AUTHORS_RE = re.compile(r"\b(who (wrote|authored|are the authors|is the author|did|made|published)|"
+                        r"(author|authors|writers?) of (it|this|that|them|these|the)|"
+                        r"who(se)? (is|are) (it|they|this|that) by|by whom)\b", re.I)
+
+ORDINAL_WORDS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6,
+                 "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10, "1st": 1, "2nd": 2,
+                 "3rd": 3, "4th": 4, "5th": 5, "last": -1, "latter": -1, "former": 1}
+COUNT_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "2": 2, "3": 3, "4": 4, "5": 5}
+ORDINAL = r"(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|1st|2nd|3rd|4th|5th|last)"
+NOUN = r"(?:one|ones|paper|papers|work|works|study|studies|article|method|approach|result|entry)"
+
+# "the first two", "the last three papers", "the top 2"
+RANGE_RE = re.compile(rf"\b(?:the\s+)?(first|last|top)\s+(two|three|four|five|[2-5])\b(?:\s+{NOUN})?", re.I)
+# "the second one", "the last paper", "the first", "the former", "number 2", "paper 3", "[2]", "#2"
+ORDINAL_RE = re.compile(rf"\b(?:the\s+)?{ORDINAL}(?:\s+{NOUN})?\b|\b(?:the\s+)?(former|latter)\b", re.I)
+NUMBER_RE = re.compile(r"\[(\d{1,2})\]|(?:#|\b(?:paper|source|reference|number|no\.)\s*)(\d{1,2})\b", re.I)
+# "the other one", "the other paper"
+OTHER_RE = re.compile(rf"\bthe other(?:\s+{NOUN})?\b", re.I)
+# "the two causal papers you mentioned", "the federated one", "the paper on sycophancy you cited"
+MENTIONED = r"(?:that\s+)?you\s+(?:mentioned|listed|cited|showed|found|gave|named)"
+DESCRIBED_RES = [
+    re.compile(rf"\bthe\s+(?:(two|three|four|five|2|3|4|5)\s+)?([a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s+"
+               rf"(?:papers?|ones?|works?|studies|articles?)\s+{MENTIONED}\b", re.I),
+    re.compile(r"\bthe\s+(?:(two|three|four|five|2|3|4|5)\s+)?([a-z][\w-]*)\s+ones?\b", re.I),
+    re.compile(rf"\bthe\s+(?:(two|three|four|five|2|3|4|5)\s+)?(?:papers?|ones?|works?)\s+(?:on|about)\s+"
+               rf"([a-z][\w -]{{2,40}}?)\s+{MENTIONED}\b", re.I),
+]
+BOTH_RE = re.compile(r"\b(both(?: of them)?|the two(?: of them)?|the pair|each other)\b", re.I)
+ALL_RE = re.compile(r"\b(them|these|those|all of them|each of them|these papers|those papers)\b", re.I)
+THEY_RE = re.compile(r"\b(they|their)\b", re.I)  # only when nothing else is referred to
+THING = r"(?:paper|one|article|method|approach|model|study)"  # nouns, never verbs ("a paper that studies")
+IT_RE = re.compile(rf"\b(it|its|it's|this {THING}|that {THING}|the same {THING}|"
+                   r"the (?:paper|method|approach|work|study|model)(?!\s+(?:that|which|on|about|where|by|"
+                   r"proposing|introducing|from|in)\b)|the authors?)\b", re.I)
+# words that are not descriptions in "the X one": determiners, ordinals, counts
+NOT_DESCRIPTORS = set(ORDINAL_WORDS) | set(COUNT_WORDS) | {"same", "other", "top", "whole", "next",
+                                                            "previous", "above", "below", "following"}
+
+# "..., and by how much ...", "who wrote it and what benchmarks does it use"
+PART_SPLIT_RE = re.compile(
+    r"(?:,\s*(?:and\s+)?|\s+and\s+|;\s*|\?\s+)(?=(?:also\s+)?(?:who|what|which|how|when|where|why|"
+    r"by how much|does|do|did|is|are|was|were|can|could)\b)", re.I)
+
+
+@dataclass
+class Query:
+    message: str
+    intent: Intent
+    topic: str  # what retrieval looks for
+    targets: list[str] = field(default_factory=list)  # compare sides named, not referred to
+    references: list[str] = field(default_factory=list)  # earlier papers the message points at
+    reference: str = ""  # how: number, ordinal, range, other, described, both, all, it
+    unresolved: str = ""  # a reference with nothing to point at ("the fifth one" of two)
+    after_refusal: bool = False  # the references point at the closest papers of a refusal
+    parts: list[str] = field(default_factory=list)
+    asks_authors: bool = False
 
 
 def detect_intent(message: str) -> Intent:
@@ -58,5 +130,187 @@ def topic_of(message: str) -> str:
     return topic or message.strip().rstrip("?.! ")
 
 
+def question_core(message: str) -> str:
+    """What a question asks about, without "Is there evidence that …" around it."""
+    core = SCAFFOLD_RE.sub("", message.strip())
+    return core if terms(core) else message.strip()
+
+
 def _bare(word: str) -> str:
     return word.strip(" ,;:.?!\"'“”()").lower().replace("’", "'")
+
+
+def split_parts(message: str) -> list[str]:
+    """The sub-questions of "X, and Y?" / "who … and what …" (one part when there is one)."""
+    parts = [p.strip(" ,;") for p in PART_SPLIT_RE.split(message.strip()) if p and p.strip(" ,;?")]
+    return parts if len(parts) > 1 else [message.strip()]
+
+
+def shown_lists(history: list[Turn]) -> list[Turn]:
+    """Assistant turns that showed papers, most recent first."""
+    return [t for t in reversed(history) if t.role == "assistant" and t.paper_ids]
+
+
+def _pick(ids: list[str], position: int) -> Optional[str]:
+    """1-based position (negative from the end) into a list of paper ids."""
+    index = position - 1 if position > 0 else len(ids) + position
+    return ids[index] if 0 <= index < len(ids) else None
+
+
+def _list_turn(turns: list[Turn]) -> Optional[Turn]:
+    """The most recent answer that showed several papers: what ordinals count through."""
+    return next((t for t in turns if len(t.paper_ids) >= 2), turns[0] if turns else None)
+
+
+def _accumulated(turns: list[Turn], want: int) -> list[str]:
+    """"Compare the two" after two one-paper answers: papers of the last answers until `want`."""
+    ids: list[str] = []
+    for t in turns:
+        ids.extend(p for p in t.paper_ids if p not in ids)
+        if len(ids) >= want:
+            break
+    return ids
+
+
+@dataclass
+class _Found:
+    start: int
+    end: int
+    ids: list[str]
+    kind: str
+    unresolved: str = ""
+
+
+def find_references(message: str, history: list[Turn],
+                    describe: Callable[[str], str] = lambda pid: "") -> list[_Found]:
+    """Every reference to earlier answers in `message`, in the order written."""
+    turns = shown_lists(history)
+    if not turns:
+        return []
+    last, listing = turns[0], _list_turn(turns)
+    found: list[_Found] = []
+    taken: list[tuple[int, int]] = []
+
+    def add(m: re.Match, ids: list[str], kind: str, unresolved: str = "") -> None:
+        if any(m.start() < b and a < m.end() for a, b in taken):
+            return
+        taken.append((m.start(), m.end()))
+        found.append(_Found(m.start(), m.end(), ids, kind, unresolved))
+
+    for m in NUMBER_RE.finditer(message):
+        n = int(m.group(1) or m.group(2))
+        pid = _pick(last.paper_ids, n)
+        add(m, [pid] if pid else [], "number", "" if pid else m.group(0))
+    for m in RANGE_RE.finditer(message):
+        count = COUNT_WORDS[m.group(2).lower()]
+        ids = listing.paper_ids[-count:] if m.group(1).lower() == "last" else listing.paper_ids[:count]
+        add(m, ids, "range", "" if len(ids) == count else m.group(0))
+    for m in OTHER_RE.finditer(message):
+        focus = set(last.paper_ids)
+        others = [p for t in turns[1:] for p in t.paper_ids if p not in focus]
+        add(m, others[:1], "other", "" if others else m.group(0))
+    for m in ORDINAL_RE.finditer(message):
+        word = (m.group(1) or m.group(2)).lower()
+        pid = _pick(listing.paper_ids, ORDINAL_WORDS[word])
+        add(m, [pid] if pid else [], "ordinal", "" if pid else m.group(0))
+    for pattern in DESCRIBED_RES:
+        for m in pattern.finditer(message):
+            words = m.group(2).lower()
+            if words.split()[0] in NOT_DESCRIPTORS or not terms(words):
+                continue
+            count = COUNT_WORDS.get((m.group(1) or "").lower(), 1)
+            ids = described(listing.paper_ids + [p for t in turns for p in t.paper_ids], words, describe)
+            if ids:
+                add(m, ids[:count], "described")
+    for m in BOTH_RE.finditer(message):
+        ids = last.paper_ids[:2] if len(last.paper_ids) >= 2 else _accumulated(turns, 2)
+        add(m, ids, "both")
+    for m in ALL_RE.finditer(message):
+        add(m, list(last.paper_ids), "all")
+    for m in IT_RE.finditer(message):
+        add(m, last.paper_ids[:1], "it")
+    if not found:
+        for m in THEY_RE.finditer(message):
+            add(m, list(last.paper_ids), "all")
+    return sorted(found, key=lambda f: f.start)
+
+
+def described(ids: list[str], words: str, describe: Callable[[str], str]) -> list[str]:
+    """Papers (in order, once) whose text uses every content word of the description."""
+    wanted = stems(" ".join(terms(words)))
+    out = []
+    for pid in dict.fromkeys(ids):
+        if wanted and wanted <= stems(describe(pid)):
+            out.append(pid)
+    return out
+
+
+def parse(message: str, history: list[Turn], mode: Optional[str] = None,
+          describe: Callable[[str], str] = lambda pid: "") -> Query:
+    """The typed query of one message in its conversation. `describe(paper_id)` gives a paper's
+    text, for references by description ("the causal papers you mentioned")."""
+    message = message.strip()
+    intent: Intent = mode if mode in ("question", "summary", "compare") else detect_intent(message)
+    refs = find_references(message, history, describe)
+    q = Query(message, intent, topic_of(message) if intent == "summary" else question_core(message),
+              asks_authors=bool(AUTHORS_RE.search(message)), parts=split_parts(message))
+    for f in refs:
+        q.references.extend(p for p in f.ids if p not in q.references)
+        q.unresolved = q.unresolved or f.unresolved
+    q.reference = refs[0].kind if refs else ""
+    turns = shown_lists(history)
+    q.after_refusal = bool(refs) and turns[0].refused
+    if intent == "compare":
+        q.targets = compare_targets(_without(message, refs))
+    return q
+
+
+def _without(message: str, refs: list[_Found]) -> str:
+    """The message with its references blanked out (what is left names new things)."""
+    out = message
+    for f in sorted(refs, key=lambda f: -f.start):
+        out = out[:f.start] + " " + out[f.end:]
+    return out
+
+
+SPLIT_TARGETS_RE = re.compile(
+    r"\s*(?:,|;|:|\band\b|\bwith\b|\bvs\.?|\bversus\b|\bagainst\b|\bto\b|&|"
+    r"\b(?:is|are)\s+different\s+from\b|\bdiffers?\s+from\b|\bdifferent\s+from\b|\bfrom\b)\s*", re.I)
+# a clause after the names says how to compare, not what: "... as views on LLM failure modes"
+TRAILING_CLAUSE_RE = re.compile(
+    r"\s+(?:as|in terms of|with respect to|regarding|for|on how|when it comes to|on|in)\s+.*$", re.I)
+# "the paper that unrolls ...", "the one which treats ...": a description, kept whole
+DESCRIPTION_RE = re.compile(r"^(?:the\s+)?(?:paper|one|work|method|approach|study|article)s?\s+"
+                            r"(?:that|which|who|where|on|about|proposing|introducing)\s+", re.I)
+
+
+def compare_targets(message: str) -> list[str]:
+    """The sides of "compare A with B": names ("Top-W", "Verbalized Sampling") or descriptions
+    ("the paper that unrolls the discriminator optimization")."""
+    m = re.search(r"\b(?:compare|comparing|contrast|between)\b(.*)", message, re.I | re.S)
+    body = m.group(1) if m else message
+    body = re.sub(r"[?.!]+$", "", body.strip())
+    body = re.sub(r"^(how|in what way|what)\s+(does|do|is|are)\s+", "", body, flags=re.I)
+    if DESCRIPTION_RE.search(body.strip()):
+        return described_sides(body)
+    parts = [p for p in SPLIT_TARGETS_RE.split(body) if p and p.strip()]
+    targets = []
+    for part in parts:
+        part = TRAILING_CLAUSE_RE.sub("", part.strip()) if len(part.split()) > 3 else part
+        part = re.sub(r"\b(the|a|an|papers?|works?|methods?|approach(es)?|called|on|about|"
+                      r"one|two|does|do|differ|differs|different)\b", " ", part, flags=re.I)
+        part = " ".join(part.split()).strip(" '\"“”")
+        if part and terms(part):
+            targets.append(part)
+    named = [t for t in targets if any(w[0].isupper() for w in t.split())]
+    # "Heurtebise vs Fröhlich: how do their approaches to causality differ?" names two
+    # things; the rest of the sentence says how to compare them
+    return named if len(named) >= 2 else targets
+
+
+def described_sides(body: str) -> list[str]:
+    """"the paper that unrolls X with the one that treats Y" → the two descriptions."""
+    sides = re.split(r"\s+(?:with|and|to|versus|vs\.?|against)\s+(?=(?:the\s+)?(?:paper|one|work|method|"
+                     r"approach|study|article)s?\s+(?:that|which|who|where|on|about|proposing|introducing)\b)",
+                     body.strip(), flags=re.I)
+    return [DESCRIPTION_RE.sub("", s).strip(" ,;") for s in sides if s.strip()]

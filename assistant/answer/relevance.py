@@ -50,9 +50,12 @@ FEATURES = (
     "rank",           # log(1 + fused rank)
     "name_asked",     # the question names something (acronym, CamelCase, digits)
     "name_match",     # ... and this paper uses that name
+    "sent_cov",       # IDF-weighted coverage of the question by the paper's best single sentence
+    "title_cov",      # IDF-weighted coverage of the question by the title
     "dense_lead",     # cosine minus the best other candidate's: does this paper stand out?
     "cov_lead",       # coverage minus the best other candidate's
     "sent_gap",       # best candidate's sentence cosine minus this one's
+    "topic",          # 1 for the topic of a summary, 0 for a question
 )
 
 SentenceEmbedder = Callable[[list[str]], np.ndarray]
@@ -125,8 +128,10 @@ def default_model() -> RelevanceModel:
     return RelevanceModel.load(MODEL_PATH)
 
 
-def feature_rows(q: QueryTerms, hits: Sequence[Hit], sent: Sequence[float]) -> list[dict[str, float]]:
-    """FEATURES for each hit (in the hits' order, which is the fused ranking)."""
+def feature_rows(q: QueryTerms, hits: Sequence[Hit], sent: Sequence[float],
+                 topic: bool = False) -> list[dict[str, float]]:
+    """FEATURES for each hit (in the hits' order, which is the fused ranking); `topic` when
+    judging the topic of a summary rather than a question."""
     if not hits:
         return []
     dense = np.array([h.dense_score for h in hits])
@@ -140,6 +145,7 @@ def feature_rows(q: QueryTerms, hits: Sequence[Hit], sent: Sequence[float]) -> l
         pt = PaperTerms.of(h.paper)
         found = [pt.has(t) for t in q.terms]
         missing = [w for w, f in zip(q.weights, found) if not f]
+        per_sentence = [weighted_share(q, [s.has(t) for t in q.terms]) for s in pt.sentences]
         name_match = any(pt.has(n) for n in q.names)
         rows.append({
             "dense": h.dense_score,
@@ -156,9 +162,17 @@ def feature_rows(q: QueryTerms, hits: Sequence[Hit], sent: Sequence[float]) -> l
             "rank": math.log1p(rank),
             "name_asked": float(bool(q.names)),
             "name_match": float(name_match),
+            "sent_cov": max(per_sentence, default=0.0),
+            "title_cov": per_sentence[0] if per_sentence else 0.0,
+            "topic": float(topic),
         })
     add_relative(rows)
     return rows
+
+
+def weighted_share(q: QueryTerms, found: list[bool]) -> float:
+    total = sum(q.weights)
+    return sum(w for w, f in zip(q.weights, found) if f) / total if total else 0.0
 
 
 def add_relative(rows: list[dict[str, float]]) -> None:
@@ -218,13 +232,14 @@ class Judge:
     def threshold(self) -> float:
         return self.policy.threshold if self.policy.threshold is not None else self.model.threshold
 
-    def judge(self, query: str, hits: Sequence[Hit]) -> list[Judged]:
-        """Every hit with its probability, best first; named authors' papers count as certain."""
+    def judge(self, query: str, hits: Sequence[Hit], topic: bool = False) -> list[Judged]:
+        """Every hit with its probability, best first; named authors' papers count as certain.
+        `topic`: the query is the topic of a summary, not a question."""
         if not hits:
             return []
         stats = self.stats_source()
         q = QueryTerms.of(query, stats)
-        rows = feature_rows(q, hits, sentence_similarity(query, hits, self.embed))
+        rows = feature_rows(q, hits, sentence_similarity(query, hits, self.embed), topic)
         matrix = np.array([[r[f] for f in self.model.features] for r in rows])
         probs = self.model.proba(matrix)
         by_author = stats.papers_by(authors_named(query, stats))

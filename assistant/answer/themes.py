@@ -8,6 +8,7 @@ papers, rare in the corpus, and not shared by the other themes or by the topic i
 """
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -36,12 +37,19 @@ class Theme:
     papers: list[Paper]
 
 
+def target_groups(n: int, max_groups: int) -> int:
+    """About sqrt(n/2) themes: one for a handful of papers, four for forty."""
+    return max(1, min(max_groups, round(math.sqrt(n / 2))))
+
+
 def cluster(vectors: np.ndarray, min_similarity: float, max_groups: int) -> list[list[int]]:
-    """Average-linkage agglomerative clustering on cosine similarity; indices per group,
-    groups in order of their first member."""
+    """Average-linkage agglomerative clustering on cosine similarity, down to about sqrt(n/2)
+    groups (and further while two groups are at least `min_similarity` alike); indices per
+    group, groups in order of their first member."""
     groups = [[i] for i in range(len(vectors))]
     if len(vectors) < 2:
         return groups
+    target = target_groups(len(vectors), max_groups)
     unit = vectors / (np.linalg.norm(vectors, axis=1, keepdims=True) + 1e-9)
     sim = unit @ unit.T
     while len(groups) > 1:
@@ -51,7 +59,7 @@ def cluster(vectors: np.ndarray, min_similarity: float, max_groups: int) -> list
                 s = float(sim[np.ix_(groups[a], groups[b])].mean())
                 if s > best:
                     best, pair = s, (a, b)
-        if best < min_similarity and len(groups) <= max_groups:
+        if best < min_similarity and len(groups) <= target:
             break
         a, b = pair
         groups[a] = sorted(groups[a] + groups[b])
@@ -59,10 +67,11 @@ def cluster(vectors: np.ndarray, min_similarity: float, max_groups: int) -> list
     return sorted(groups, key=lambda g: g[0])
 
 
-def phrases(paper: Paper) -> set[str]:
-    """Content words and two-word phrases of a paper's title and abstract."""
-    out: set[str] = set()
-    for sentence in [paper.title] + split_sentences(paper.abstract):
+def phrases(paper: Paper) -> Counter:
+    """Content words and two-word phrases of a paper's title and abstract, with their counts
+    (the title counts twice: it says what the paper is about)."""
+    out: Counter = Counter()
+    for sentence in [paper.title, paper.title] + split_sentences(paper.abstract):
         words = [w for w in re.findall(r"[a-z][a-z0-9-]+", sentence.lower())
                  if w not in STOPWORDS and w not in GENERIC and len(w) > 2]
         out.update(words)
@@ -71,27 +80,31 @@ def phrases(paper: Paper) -> set[str]:
 
 
 def theme_name(members: list[Paper], others: list[Paper], topic: str, stats: CorpusStats) -> str:
-    """Two phrases frequent in the theme, rare in the corpus, absent from the other themes."""
+    """Two phrases that recur in the theme's papers, are rare in the corpus and in the other
+    themes, and are not the topic's own words."""
     topic_stems = {stem(t) for t in terms(topic)}
-    inside = Counter(p for paper in members for p in phrases(paper))
-    outside = Counter(p for paper in others for p in phrases(paper))
+    counts = [phrases(p) for p in members]
+    inside = Counter(ph for c in counts for ph in c)  # papers using the phrase
+    tf = sum(counts, Counter())
+    outside = Counter(ph for p in others for ph in phrases(p))
+    need = 2 if len(members) == 1 else max(2, math.ceil(len(members) / 2))
     scored = []
-    for phrase, count in inside.items():
-        if count < min(2, len(members)) or any(stem(w) in topic_stems for w in phrase.split()):
+    for phrase, n in inside.items():
+        recurs = tf[phrase] if len(members) == 1 else n
+        if recurs < need or any(stem(w) in topic_stems for w in phrase.split()):
             continue
-        share_in = count / len(members)
         share_out = outside[phrase] / len(others) if others else 0.0
         rarity = min(stats.idf(w) for w in phrase.split()) / stats.max_idf()
-        bonus = 1.15 if " " in phrase else 1.0  # "federated learning" reads better than "federated"
-        scored.append(((share_in - share_out) * rarity * bonus, phrase))
+        bonus = 1.3 if " " in phrase else 1.0  # "federated learning" reads better than "federated"
+        scored.append(((n / len(members) - share_out) * rarity * bonus * math.log1p(tf[phrase]), phrase))
     chosen: list[str] = []
     for _, phrase in sorted(scored, reverse=True):
-        if any(phrase in c or c in phrase for c in chosen):
+        if any(w in c.split() for c in chosen for w in phrase.split()):
             continue
         chosen.append(phrase)
         if len(chosen) == 2:
             break
-    return ", ".join(chosen).capitalize() if chosen else "Other"
+    return ", ".join(chosen).capitalize() if chosen else "Other related papers"
 
 
 def themes(papers: list[Paper], vectors: np.ndarray, topic: str, stats: CorpusStats,
