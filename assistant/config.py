@@ -104,6 +104,10 @@ class Settings(BaseSettings):
     evidence_sentences: int = 2  # sentences of each paper given to the model (time to first token)
     relevance: RelevancePolicy = Field(default_factory=RelevancePolicy)
     min_support: float = 0.3  # grounding: a cited sentence needs this much support
+    # grounding: share of a cited sentence's content words (beyond the question's) its paper must contain
+    citation_min_content: float = 0.5
+    # grounding: a second marker stays only if its paper backs the sentence within this of the best
+    citation_margin: float = 0.15
 
     def resolved_llm_api_key(self) -> Optional[str]:
         return self.llm_api_key or os.environ.get("OPENAI_API_KEY")

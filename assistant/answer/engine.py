@@ -6,6 +6,7 @@ model speaks: ("retrieved", [Hit]), then ("token", text)..., then ("final", Answ
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
 from ..config import Settings
@@ -13,10 +14,11 @@ from ..llm.errors import BackendError
 from ..retrieve import Retriever
 from ..types import Answer, Citation, Filters, Turn
 from . import compose
-from .ground import Grounder, SentenceEmbeddings, Source
-from .markers import MARKER_RE, parse_markers, renumber
+from ..text import stems
+from .ground import GroundedText, Grounder, SentenceEmbeddings
 from .plan import Planner, TurnPlan
 from .relevance import Judge
+from .stream import CheckedProse, Numbering
 
 Event = tuple[str, object]
 
@@ -29,7 +31,8 @@ class AnswerEngine:
         self.embed = SentenceEmbeddings(self.store.embedder)
         self.judge = Judge(self.store.corpus_stats, settings.relevance, embed=self.embed)
         self.planner = Planner(settings, retriever, self.judge, self.embed, rewriter=self._rewrite)
-        self.grounder = Grounder(self.embed, settings.min_support)
+        self.grounder = Grounder(self.embed, settings.min_support, settings.citation_min_content,
+                                 settings.citation_margin)
         self._llm = None
         self._llm_error: Optional[str] = None
 
@@ -47,33 +50,40 @@ class AnswerEngine:
                filters: Optional[Filters] = None, k: Optional[int] = None) -> Iterator[Event]:
         t0 = time.perf_counter()
         plan = self.planner.plan(message, history, mode, filters, k)
-        timings = {"plan": time.perf_counter() - t0}
+        turn = _Turn(plan, Numbering(plan.sources), {"plan": time.perf_counter() - t0}, t0)
         yield "retrieved", plan.retrieved
-        if plan.abstain:
-            yield "token", plan.prefix
-            yield "final", self._finish(plan, plan.prefix, "", timings, t0)
-            return
         if plan.prefix:
-            yield "token", plan.prefix + ("\n\n" if plan.prompt else "")
-        prose, notices = "", []
-        if plan.prompt is not None:
-            llm = self._get_llm(notices)
-            if llm is not None:
-                heading = plan.prose_heading
-                if heading:
-                    yield "token", heading
-                try:
-                    for delta in self._stream_llm(llm, plan.prompt, plan.max_tokens):
-                        if "first_token" not in timings:
-                            timings["first_token"] = time.perf_counter() - t0
-                        prose += delta
-                        yield "token", delta
-                except BackendError as exc:  # a failing backend falls back to extracts
-                    notices.append(f"The language model failed ({type(exc).__name__}: "
-                                   f"{str(exc)[:120]}); showing extracts instead.")
-                    prose = ""
-        plan.notices.extend(notices)
-        yield "final", self._finish(plan, plan.prefix, prose, timings, t0)
+            yield turn.show(plan.prefix if plan.abstain else turn.numbering.apply(plan.prefix))
+        if plan.prompt is not None and not plan.abstain:
+            yield from self._prose(turn, message)
+        yield "final", self._finish(turn)
+
+    def _prose(self, turn: "_Turn", message: str) -> Iterator[Event]:
+        """The model's prose, released sentence by sentence once checked; the cited extracts
+        when the model is unavailable, fails, or says nothing the abstracts support."""
+        plan = turn.plan
+        checked = CheckedProse(self.grounder, plan.sources, allowed=frozenset(stems(message)))
+        llm = self._get_llm(plan.notices)
+        if llm is not None:
+            try:
+                for delta in self._stream_llm(llm, plan.prompt, plan.max_tokens):
+                    turn.timings.setdefault("first_token", time.perf_counter() - turn.t0)
+                    yield from turn.sentences(checked.feed(delta))
+                yield from turn.sentences(checked.close())
+            except BackendError as exc:  # a failing backend falls back to extracts
+                plan.notices.append(f"The language model failed ({type(exc).__name__}: "
+                                    f"{str(exc)[:120]}); showing extracts instead.")
+        turn.grounded = checked.result
+        if not checked.result.used and plan.fallback:
+            if llm is not None and checked.result.dropped:
+                plan.notices.append("The model's answer could not be verified against the "
+                                    "abstracts; showing extracts.")
+            yield turn.show(turn.sep() + "Extracts from the most relevant papers:\n"
+                            + turn.numbering.apply(plan.fallback))
+        elif checked.result.used:
+            also = self._also_relevant(plan, checked.result.used)
+            if also:
+                yield turn.show(turn.numbering.apply(also))
 
     def _get_llm(self, notices: list[str]):
         if self.settings.llm_backend == "none":
@@ -114,37 +124,28 @@ class AnswerEngine:
         yield from stream_chat_text(llm, messages,
                                     max_tokens=min(max_tokens, self.settings.max_tokens))
 
-    def _finish(self, plan: TurnPlan, prefix: str, prose: str, timings: dict, t0: float) -> Answer:
-        unsupported = removed = 0
-        evidence: dict[int, str] = {}
-        body = prefix
-        if not plan.abstain:
-            if plan.prompt is not None:
-                grounded = self.grounder.check(prose, plan.sources) if prose.strip() else None
-                if grounded is not None:
-                    unsupported, removed = grounded.unsupported, grounded.removed_markers
-                    evidence.update(grounded.evidence)
-                if grounded is None or not grounded.used:
-                    if plan.fallback:
-                        label = "Extracts from the most relevant papers"
-                        if self.settings.llm_backend != "none" and prose.strip():
-                            plan.notices.append("The model's answer could not be verified "
-                                                "against the abstracts; showing extracts.")
-                        body = (prefix + "\n\n" if prefix else "") + f"{label}:\n{plan.fallback}"
-                else:
-                    prose_text = grounded.text + self._also_relevant(plan, grounded.used)
-                    body = (prefix + "\n\n" if prefix else "") + plan.prose_heading + prose_text
-            text, citations = self._cite(body, plan.sources, evidence)
-        else:
-            text, citations = body, []
-        timings["total"] = time.perf_counter() - t0
+    def _finish(self, turn: "_Turn") -> Answer:
+        plan, grounded = turn.plan, turn.grounded
+        citations = [] if plan.abstain else self._citations(turn)
+        turn.timings["total"] = time.perf_counter() - turn.t0
         presented = [c.paper_id for c in citations] or [p.paper_id for p in plan.offered]
         return Answer(
-            answer=text, intent=plan.intent, citations=citations, retrieved=plan.retrieved,
-            abstained=plan.abstain, backend=self.settings.llm_backend, query=plan.query,
-            notices=plan.notices, removed_citations=removed, unsupported_claims=unsupported,
-            timings=timings, presented=presented,
+            answer="".join(turn.shown), intent=plan.intent, citations=citations,
+            retrieved=plan.retrieved, abstained=plan.abstain, backend=self.settings.llm_backend,
+            query=plan.query, notices=plan.notices, removed_citations=grounded.removed_markers,
+            unsupported_claims=grounded.unsupported, timings=turn.timings, presented=presented,
         )
+
+    @staticmethod
+    def _citations(turn: "_Turn") -> list[Citation]:
+        """Exactly the papers the shown text cites, numbered as shown."""
+        by_n = {s.n: s for s in turn.plan.sources}
+        out = []
+        for shown, n in enumerate(turn.numbering.order, 1):
+            src = by_n[n]
+            evidence = turn.grounded.evidence.get(n) or (src.sentences[0] if src.sentences else "")
+            out.append(Citation.from_paper(shown, src.paper, evidence=evidence))
+        return out
 
     @staticmethod
     def _also_relevant(plan: TurnPlan, used: list[int]) -> str:
@@ -156,18 +157,30 @@ class AnswerEngine:
             return ""
         return "\n\nAlso relevant:\n" + compose.extracts(rest, words=30)
 
-    def _cite(self, text: str, sources: list[Source], evidence: dict[int, str]) -> tuple[str, list[Citation]]:
-        """Renumber markers by first appearance; citations are exactly what the text cites."""
-        by_n = {s.n: s for s in sources}
-        order: list[int] = []
-        for group in MARKER_RE.findall(text):
-            for n in parse_markers(group):
-                if n in by_n and n not in order:
-                    order.append(n)
-        text = renumber(text, order)
-        citations = []
-        for new, old in enumerate(order, 1):
-            src = by_n[old]
-            ev = evidence.get(old) or (src.sentences[0] if src.sentences else "")
-            citations.append(Citation.from_paper(new, src.paper, evidence=ev))
-        return text, citations
+
+@dataclass
+class _Turn:
+    """One turn being streamed: its plan, what has been shown so far, and how it is numbered."""
+
+    plan: TurnPlan
+    numbering: Numbering
+    timings: dict
+    t0: float
+    shown: list[str] = field(default_factory=list)
+    grounded: GroundedText = field(default_factory=lambda: GroundedText(text="", used=[]))
+    prose_started: bool = False
+
+    def show(self, text: str) -> Event:
+        self.shown.append(text)
+        return "token", text
+
+    def sep(self) -> str:
+        return "\n\n" if self.shown else ""
+
+    def sentences(self, checked: list[str]) -> Iterator[Event]:
+        for sentence in checked:
+            if not self.prose_started:
+                self.prose_started = True
+                yield self.show(self.sep() + self.plan.prose_heading + self.numbering.apply(sentence))
+            else:
+                yield self.show(" " + self.numbering.apply(sentence))

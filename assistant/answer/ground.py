@@ -121,66 +121,123 @@ class GroundedText:
     evidence: dict[int, str] = field(default_factory=dict)  # source n -> best supporting sentence
     removed_markers: int = 0
     unsupported: int = 0
+    dropped: list[tuple[str, str]] = field(default_factory=list)  # (sentence, why)
+
+    def add(self, v: "Verdict") -> None:
+        self.removed_markers += v.removed
+        if not v.kept:
+            self.unsupported += v.why == "unsupported"
+            self.dropped.append((v.claim, v.why))
+            return
+        for n in v.markers:
+            self.evidence.setdefault(n, v.evidence[n])
+            if n not in self.used:
+                self.used.append(n)
+
+
+@dataclass
+class Support:
+    """How one source backs one claim."""
+
+    score: float  # 0.5 · lexical overlap with its best sentence + 0.5 · embedding similarity
+    content: float  # share of the claim's content words found anywhere in the source
+    numbers_ok: bool  # every figure of the claim appears in the source
+    sentence: str  # the source's best abstract sentence for the claim
+
+    def backs(self, min_support: float, min_content: float) -> bool:
+        return self.numbers_ok and self.score >= min_support and self.content >= min_content
+
+
+@dataclass
+class Verdict:
+    """One prose sentence after the check: kept with these markers, or dropped and why."""
+
+    claim: str
+    markers: list[int]
+    why: str = ""  # "", "unfinished", "filler", "unsupported"
+    repointed: bool = False
+    removed: int = 0  # markers that named no source of this turn
+    evidence: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def kept(self) -> bool:
+        return not self.why
+
+    def text(self) -> str:
+        return fix_spacing(self.claim.rstrip() + " " + "".join(f"[{n}]" for n in self.markers))
 
 
 class Grounder:
-    def __init__(self, embed: SentenceEmbeddings, min_support: float):
+    """Checks each prose sentence against the paper its marker names. A marker stays when its
+    paper backs the claim — similar wording, the claim's content words and figures present in
+    that paper — and backs it nearly as well as the best source; a claim its own markers do
+    not back is re-pointed to the source that does, or dropped; so is an unfinished sentence."""
+
+    def __init__(self, embed: SentenceEmbeddings, min_support: float, min_content: float = 0.5,
+                 margin: float = 0.15):
         self.embed = embed
         self.min_support = min_support
+        self.min_content = min_content
+        self.margin = margin
 
-    def support(self, claim: str, source: Source) -> tuple[float, str]:
-        """How well the source supports the claim (0..1), and its best sentence."""
+    def support(self, claim: str, source: Source, allowed: frozenset[str] = frozenset()) -> Support:
+        """How well the source backs the claim; `allowed` are stems the claim may use without the
+        source (the question's own words)."""
         texts = source.support_texts()
-        claim_terms = terms(claim)
-        claim_stems = stems(" ".join(claim_terms))
+        claim_stems = stems(" ".join(terms(claim)))
         vectors = self.embed([claim] + texts)
         sims = vectors[1:] @ vectors[0]
-        best, best_text, best_sentence, best_sentence_score = 0.0, "", "", -1.0
+        best, sentence, sentence_score = 0.0, texts[-1], -1.0
         for i, (text, sim) in enumerate(zip(texts, sims)):
             lex = len(claim_stems & stems(text)) / len(claim_stems) if claim_stems else 0.0
             score = 0.5 * lex + 0.5 * float(sim)
             best = max(best, score)
-            if i > 0 and score > best_sentence_score:  # texts[0] is the metadata line
-                best_sentence, best_sentence_score = text, score
-        # the evidence shown to a reader is an abstract sentence, never the metadata line
-        best_text = best_sentence or texts[0]
-        # a figure the source never states is not supported by it, however similar the wording
-        src_norm = normalise(" ".join(texts))
-        for num in NUMBER_RE.findall(claim):
-            if num.rstrip("%") not in src_norm:
-                return 0.0, best_text
-        return best, best_text
+            if i > 0 and score > sentence_score:  # texts[0] is the metadata line, never evidence
+                sentence, sentence_score = text, score
+        whole = " ".join(texts)
+        own = claim_stems - allowed
+        content = len(own & stems(whole)) / len(own) if own else 1.0
+        numbers_ok = all(n.rstrip("%") in normalise(whole) for n in NUMBER_RE.findall(claim))
+        return Support(best, content, numbers_ok, sentence)
 
-    def check(self, text: str, sources: list[Source]) -> GroundedText:
-        """Keep supported, correctly cited sentences; fix or drop the rest."""
+    def verdict(self, sentence: str, by_n: dict[int, Source], finished: bool = True,
+                allowed: frozenset[str] = frozenset()) -> Verdict:
+        claim = MARKER_RE.sub("", sentence).strip()
+        cited = list(dict.fromkeys(n for g in MARKER_RE.findall(sentence) for n in parse_markers(g)))
+        valid = [n for n in cited if n in by_n]
+        v = Verdict(claim, [], removed=len(cited) - len(valid))
+        if not terms(claim):
+            v.why = "filler"  # a bare "[2]" or "Sure!": nothing to keep
+        elif not finished:
+            v.why = "unfinished"  # cut off by the token limit: never shown half a claim
+        if v.why:
+            return v
+        scored = {n: self.support(claim, src, allowed) for n, src in by_n.items()}
+        backing = {n: s for n, s in scored.items() if s.backs(self.min_support, self.min_content)}
+        top = max((s.score for s in backing.values()), default=0.0)
+        v.markers = [n for n in valid if n in backing and backing[n].score >= top - self.margin]
+        if not v.markers and backing:
+            v.markers, v.repointed = [max(backing, key=lambda n: backing[n].score)], True
+        if not v.markers:
+            v.why = "unsupported"
+        v.evidence = {n: scored[n].sentence for n in v.markers}
+        return v
+
+    def check(self, text: str, sources: list[Source], finished: bool = True,
+              allowed: frozenset[str] = frozenset()) -> GroundedText:
+        """Keep supported, correctly cited sentences; fix or drop the rest. `finished`: the
+        model ended on its own (else its last sentence may be cut off)."""
         by_n = {s.n: s for s in sources}
         result = GroundedText(text="", used=[])
-        kept: list[str] = []
-        for sentence in split_answer(text):
-            claim = MARKER_RE.sub("", sentence).strip()
-            cited = [n for g in MARKER_RE.findall(sentence) for n in parse_markers(g)]
-            valid = [n for n in dict.fromkeys(cited) if n in by_n]
-            result.removed_markers += len(set(cited)) - len(valid)
-            if not terms(claim):
-                continue  # a bare "[2]" or filler: nothing to keep
-            scored = {n: self.support(claim, s) for n, s in by_n.items()}
-            best_n = max(scored, key=lambda n: scored[n][0]) if scored else None
-            top = scored[best_n][0] if best_n is not None else 0.0
-            # a marker stays when its paper supports the claim, and not far less than another does
-            supported = [n for n in valid if scored[n][0] >= self.min_support
-                         and scored[n][0] >= top - 0.25]
-            if not supported:
-                if best_n is not None and scored[best_n][0] >= self.min_support:
-                    supported = [best_n]  # right claim, wrong or missing number: re-point it
-                else:
-                    result.unsupported += 1
-                    continue  # never shown as cited when nothing supports it
-            for n in supported:
-                result.evidence.setdefault(n, scored[n][1])
-                if n not in result.used:
-                    result.used.append(n)
-            kept.append(claim.rstrip() + " " + "".join(f"[{n}]" for n in supported))
-        result.text = " ".join(fix_spacing(s) for s in kept)
+        sentences = split_answer(text)
+        kept = []
+        for i, sentence in enumerate(sentences):
+            done = finished or i < len(sentences) - 1 or ends_sentence(sentence)
+            v = self.verdict(sentence, by_n, done, allowed)
+            result.add(v)
+            if v.kept:
+                kept.append(v.text())
+        result.text = " ".join(kept)
         return result
 
 
@@ -190,6 +247,11 @@ def split_answer(text: str) -> list[str]:
     text = re.sub(r"([.!?])\s*((?:\[\d+(?:\s*[,;–-]\s*\d+)*\]\s*)+)",
                   lambda m: " " + m.group(2).strip() + m.group(1) + " ", text)
     return [s.strip() for s in split_sentences(text) if s.strip()]
+
+
+def ends_sentence(sentence: str) -> bool:
+    """Does it end like a sentence ("… result [1].", "… is it?")?"""
+    return bool(re.search(r"[.!?][\"”')\]]*\s*(\[\d+[^\]]*\]\s*)*$", sentence.strip()))
 
 
 def fix_spacing(sentence: str) -> str:

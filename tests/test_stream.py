@@ -1,0 +1,37 @@
+"""Checked streaming: sentences are released only once complete and checked, renumbered as shown."""
+from __future__ import annotations
+
+import pytest
+
+from assistant.answer.ground import Grounder, Source
+from assistant.answer.stream import CheckedProse, Numbering
+
+
+@pytest.fixture()
+def pa(seed_assistant):
+    return seed_assistant
+
+
+def _sources(pa, *first_authors):
+    by_author = {p.authors[0]: p for p in pa.store.papers().values()}
+    return [Source(i + 1, by_author[a], []) for i, a in enumerate(first_authors)]
+
+
+def test_numbering_follows_first_appearance_and_drops_unknown_numbers():
+    numbering = Numbering([Source(1, None, []), Source(2, None, []), Source(3, None, [])])
+    assert numbering.apply("B is shown [3]. A too [1, 3]. Ghost [9].") == "B is shown [1]. A too [2][1]. Ghost ."
+    assert numbering.order == [3, 1]
+
+
+def test_checked_prose_releases_a_sentence_only_after_the_next_begins(pa):
+    grounder = Grounder(pa.engine.embed, pa.settings.min_support)
+    prose = CheckedProse(grounder, _sources(pa, "Arash Gholamidavoodi", "Jiayi Zhang"))
+    deltas = ["Top-W is a geometry-aware truncation ", "rule based on Wasserstein distance.",
+              " [1] The moon is made of cheese [2].", " Verbalized Sampling is a training-free"]
+    released = [prose.feed(d) for d in deltas]
+    assert released[0] == [] and released[1] == []  # the marker may still follow the full stop
+    assert released[2] == ["Top-W is a geometry-aware truncation rule based on Wasserstein distance [1]."]
+    assert released[3] == []  # the cheese sentence failed the check
+    assert prose.close() == []  # cut off mid-sentence: never shown
+    assert [why for _, why in prose.result.dropped] == ["unsupported", "unfinished"]
+    assert prose.result.text == released[2][0] and prose.result.used == [1]
