@@ -52,7 +52,8 @@ def bibtex_fields(c: Citation) -> list[tuple[str, str]]:
         fields.append(("author", " and ".join(bib_escape(a) for a in c.authors)))
     if c.year:
         fields.append(("year", str(c.year)))
-    for name, value in (("howpublished", c.venue), ("url", c.url), ("keywords", c.category)):
+    for name, value in (("howpublished", c.venue), ("url", c.url), ("doi", c.doi),
+                        ("keywords", c.category)):
         if value:
             fields.append((name, bib_escape(value)))
     notes = []

@@ -98,8 +98,10 @@ class Chunker:
 def content_hash(paper: Paper, chunk: Chunk) -> str:
     """Changes whenever what is stored for the chunk would change.
 
-    Chunk 0 carries the whole paper record, so its hash covers the whole paper."""
-    fields = [paper.model_dump_json(exclude={"source"})] if chunk.index == 0 else [
+    Chunk 0 carries the whole paper record, so its hash covers the whole paper. Fields added
+    to Paper later (`doi`) count only when set, so stores built before them are not re-embedded."""
+    unset_new = {"doi"} if paper.doi is None else set()
+    fields = [paper.model_dump_json(exclude={"source", *unset_new})] if chunk.index == 0 else [
         paper.title, paper.authors, paper.category, paper.year]
     payload = json.dumps([*fields, chunk.text], ensure_ascii=False)
     return hashlib.sha1(payload.encode("utf-8")).hexdigest()[:16]

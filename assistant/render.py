@@ -1,7 +1,7 @@
 """One way to show an answer, for every front (the CLI, the page and `/v1`).
 
     author_line(authors)            "A, B, C et al."
-    reference_line(citation)        "[1] A, B (2018). *Title*. Category. url. id: p1"
+    reference_line(citation)        "[1] A, B (2018). *Title*. Category. url. DOI link. id: p1"
     answer_markdown(question, a)    the answer as Markdown with its numbered references
     citation_json(citation)         a citation as the fronts send it (with evidence)
     answer_payload(answer)          `ask --json` and the page's `/chat`: Answer.to_json() with
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
+from .corpus.fields import doi_from_url
 from .types import Answer, Citation, Hit
 
 ET_AL = " et al."
@@ -42,8 +43,18 @@ def reference_line(c: Citation) -> str:
     year = f" ({c.year})" if c.year else ""
     authors = author_line(c.authors, 6)
     bits = [(authors + year).rstrip("."), title] if authors else [title + year]  # no "al.."
-    bits += [x for x in (c.category, c.url) if x]
+    bits += [x for x in (c.category, *links(c)) if x]
     return f"[{c.number}] " + ". ".join(bits) + f". id: {c.paper_id}"
+
+
+def doi_link(doi: str) -> str:
+    return f"https://doi.org/{doi}"
+
+
+def links(c: Citation) -> list[str]:
+    """The paper's link and its DOI's resolver link, the link once when they are the same."""
+    same = c.doi is not None and doi_from_url(c.url) == c.doi  # "https://dx.doi.org/<doi>"
+    return [x for x in (None if same else c.url, doi_link(c.doi) if c.doi else None) if x]
 
 
 def references_markdown(citations: Iterable[Citation]) -> str:
@@ -62,8 +73,10 @@ def answer_markdown(question: str, answer: Answer) -> str:
 
 
 def citation_json(c: Citation) -> dict:
-    """Citation.to_json() plus the supporting sentence and whether the title is a label."""
-    return {**c.to_json(), "evidence": c.evidence, "title_is_derived": c.title_is_derived}
+    """Citation.to_json() plus the supporting sentence, whether the title is a label, and the
+    paper's link and DOI (None when the corpus gives none)."""
+    return {**c.to_json(), "evidence": c.evidence, "title_is_derived": c.title_is_derived,
+            "url": c.url, "doi": c.doi}
 
 
 def citations_json(citations: Iterable[Citation]) -> list[dict]:

@@ -22,7 +22,8 @@ class Paper(BaseModel):
     category: Optional[str] = None
     year: Optional[int] = None
     venue: Optional[str] = None
-    url: Optional[str] = None
+    url: Optional[str] = None  # the record's link, else its DOI's resolver link
+    doi: Optional[str] = None  # bare DOI, "10.1000/xyz" (no "doi:" or resolver prefix)
     # True when the title was derived from the abstract (the seed listing has no titles):
     # the UI and references show it as a label, never as a claimed title.
     title_is_derived: bool = False
@@ -79,6 +80,7 @@ class Citation(BaseModel):
     year: Optional[int] = None
     venue: Optional[str] = None
     url: Optional[str] = None
+    doi: Optional[str] = None
     title_is_derived: bool = False
     evidence: str = ""  # the abstract sentence that best supports what the answer says
 
@@ -93,6 +95,7 @@ class Citation(BaseModel):
             year=paper.year,
             venue=paper.venue,
             url=paper.url,
+            doi=paper.doi,
             title_is_derived=paper.title_is_derived,
             evidence=evidence,
         )

@@ -224,6 +224,15 @@ def test_ask_json_shape(runner, seed_store):
     assert {c["paper_id"] for c in data["citations"]} <= {r["paper_id"] for r in data["retrieved"]}
 
 
+def test_ask_json_citations_carry_the_doi_and_url_from_the_corpus(runner, in_tmp):
+    records = [{**TINY[0], "doi": "doi:10.5555/fl.2021"}, {**TINY[1], "url": "https://example.org/g"}]
+    store = in_tmp / "store"
+    ok(run(runner, "ingest", "--store", store, "--quiet", write_jsonl(in_tmp / "t.jsonl", records)))
+    result = ok(run(runner, "ask", "--store", store, "--json", "--backend", "none", BACKDOOR_Q))
+    [cited] = [c for c in json.loads(result.stdout)["citations"] if c["paper_id"] == "c-fl"]
+    assert cited["doi"] == "10.5555/fl.2021" and cited["url"] == "https://doi.org/10.5555/fl.2021"
+
+
 def test_ask_conversations_from_stdin(runner, seed_store):
     convs = [
         {"id": "c1", "turns": [BACKDOOR_Q, "Who wrote it?"]},

@@ -208,8 +208,24 @@ def test_jsonl_field_mapping(tmp_path):
     assert paper.authors == ["Ann Lee", "Bo Chen"]
     assert paper.category == "cs.LG, stat.ML"
     assert paper.year == 2021 and paper.venue == "JMLR"
-    assert paper.url == "https://doi.org/10.1000/xyz"
+    assert paper.url == "https://doi.org/10.1000/xyz" and paper.doi == "10.1000/xyz"
     assert paper.source == "papers.jsonl:1"
+
+
+@pytest.mark.parametrize("fields, url, doi", [
+    ({"doi": "doi: 10.1145/3292500.3330701"}, "https://doi.org/10.1145/3292500.3330701",
+     "10.1145/3292500.3330701"),
+    ({"DOI": "https://dx.doi.org/10.1000/ABC."}, "https://doi.org/10.1000/ABC", "10.1000/ABC"),
+    ({"url": "https://doi.org/10.48550%2FarXiv.1706.03762"},
+     "https://doi.org/10.48550%2FarXiv.1706.03762", "10.48550/arXiv.1706.03762"),
+    ({"url": "https://example.org/p", "doi": "10.1/x"}, "https://example.org/p", "10.1/x"),
+    ({"doi": "ISBN 978-3-16-148410-0"}, None, None),  # not a DOI: no dead link either
+    ({"url": "https://example.org/10.1/x"}, "https://example.org/10.1/x", None),
+])
+def test_doi_and_url_are_carried_separately(tmp_path, fields, url, doi):
+    path = write_jsonl(tmp_path / "p.jsonl", [{"title": "T", "abstract": ABSTRACT, **fields}])
+    [paper] = read_papers(path)
+    assert (paper.url, paper.doi) == (url, doi)
 
 
 def test_beir_corpus_format(tmp_path):
@@ -359,6 +375,7 @@ def test_bibtex_entries(tmp_path):
     assert paper.title == "BERT Goes to Göttingen"
     assert paper.authors == ["John Smith", "Jane Doe", "Team Rocket"]
     assert (paper.venue, paper.year, paper.url) == ("Journal of Tests", 2020, "https://doi.org/10.1/abc")
+    assert paper.doi == "10.1/abc" and papers[1].doi is None
     assert paper.abstract == "We get 50% better results with less data."
     assert paper.source == "refs.bib:3"
     assert papers[1].url == "https://example.org/p"

@@ -146,6 +146,19 @@ def test_content_hash_changes_with_content():
     assert content_hash(q, chunks[1]) == h1
     r = p.model_copy(update={"category": "Other"})
     assert content_hash(r, chunks[1]) != h1  # filters' metadata rides on every chunk
+    assert content_hash(p.model_copy(update={"doi": "10.1/x"}), chunks[0]) != h0
+
+
+def test_content_hash_of_a_paper_without_doi_is_what_it_was_before_doi_existed():
+    """Stores built before Paper had `doi` are not re-embedded on the next ingest."""
+    import hashlib
+
+    p = tiny_papers()[2]
+    chunk = Chunker().chunk(p)[0]
+    before = p.model_dump_json(exclude={"source", "doi"})
+    assert '"doi"' not in before
+    payload = json.dumps([before, chunk.text], ensure_ascii=False)
+    assert content_hash(p, chunk) == hashlib.sha1(payload.encode("utf-8")).hexdigest()[:16]
 
 
 # ----------------------------------------------------------------------------- upserts

@@ -64,9 +64,23 @@ def test_answer_markdown_lists_the_references():
     assert "**References**" in md and md.count("  \n") == 1 and md.endswith("id: p2\n")
 
 
+def test_reference_lines_carry_the_link_and_the_doi():
+    both = TOP_W.model_copy(update={"url": "https://example.org/p", "doi": "10.1/abc"})
+    assert reference_line(both).endswith(
+        "Deep Learning · LLMs. https://example.org/p. https://doi.org/10.1/abc. id: p1")
+    # a link that is the DOI's own resolver link is given once
+    same = TOP_W.model_copy(update={"url": "https://dx.doi.org/10.1/abc", "doi": "10.1/abc"})
+    assert reference_line(same).endswith("LLMs. https://doi.org/10.1/abc. id: p1")
+    assert reference_line(TOP_W.model_copy(update={"url": "https://e.org/q"})).endswith(
+        "LLMs. https://e.org/q. id: p1")
+
+
 def test_payloads_extend_the_library_shapes():
-    """`ask --json`, `/chat` and `/v1` send Citation.to_json()'s fields and add two."""
-    assert citation_json(FL) == {**FL.to_json(), "evidence": "", "title_is_derived": True}
+    """`ask --json`, `/chat` and `/v1` send Citation.to_json()'s fields and add four."""
+    assert citation_json(FL) == {**FL.to_json(), "evidence": "", "title_is_derived": True,
+                                 "url": None, "doi": None}
+    with_doi = citation_json(TOP_W.model_copy(update={"doi": "10.1/abc"}))
+    assert with_doi["doi"] == "10.1/abc" and with_doi["url"] is None
     answer = Answer(answer="x [1]", intent="question", citations=[TOP_W], backend="none")
     payload = answer_payload(answer)
     assert set(answer.to_json()) == set(payload)
@@ -81,6 +95,17 @@ def test_source_card_escapes_and_labels_derived_titles():
     assert "<script>" not in card and "javascript:" not in card
     assert 'class="label-badge" title="The corpus has no title' in card
     assert "unknown authors" in source_card(1, FL.model_copy(update={"authors": []}))
+
+
+def test_source_card_links_the_doi_and_the_url():
+    card = source_card(1, TOP_W.model_copy(update={"url": "https://example.org/p",
+                                                    "doi": "10.1002/(SICI)1097<x>"}))
+    assert 'class="url" href="https://example.org/p"' in card
+    assert 'class="doi" href="https://doi.org/10.1002/%28SICI%291097%3Cx%3E"' in card
+    assert ">doi:10.1002/(SICI)1097&lt;x&gt;</a>" in card
+    only_doi = source_card(1, TOP_W.model_copy(update={"url": "https://doi.org/10.1/a",
+                                                        "doi": "10.1/a"}))
+    assert only_doi.count("<a ") == 1 and 'class="doi"' in only_doi
 
 
 def test_sources_panel_explains_the_label():
@@ -113,3 +138,15 @@ def test_bibtex_export_round_trips_through_the_corpus_reader(tmp_path):
     papers = list(read_papers(path))
     assert [p.authors for p in papers] == [["Arash Gholamidavoodi", "Navid Rezazadeh"], ["zhixuan ma"]]
     assert papers[0].year == 2025
+
+
+def test_bibtex_export_carries_url_and_doi_back_to_the_reader(tmp_path):
+    from assistant.corpus import read_papers
+
+    cite = TOP_W.model_copy(update={"url": "https://example.org/p", "doi": "10.1/abc_d"})
+    bib = bibtex_entries([cite])
+    assert "  doi = {10.1/abc_d}" in bib and "  url = {https://example.org/p}" in bib
+    path = tmp_path / "refs.bib"
+    path.write_text(bib.replace("  title =", "  abstract = {An abstract.},\n  title ="), "utf-8")
+    [paper] = read_papers(path)
+    assert (paper.url, paper.doi) == ("https://example.org/p", "10.1/abc_d")

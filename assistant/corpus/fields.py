@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 from typing import Any, Iterable, Mapping, Optional
+from urllib.parse import unquote
 
 from ..types import Paper
 from .errors import BadRecord
@@ -34,6 +35,10 @@ ET_AL = re.compile(r"(?:,?\s*(?:\bet\s+al\b\.?|等人?|\betc\b\.?))\s*$", re.IGN
 # arXiv category codes ("math.AP", "cs.LG", "hep-th"): a space-separated run of them is a list.
 _ARXIV_CATEGORY = re.compile(r"[a-z]+(?:-[a-z]+)?(?:\.[A-Za-z]+(?:-[A-Za-z]+)?)?")
 _YEAR = re.compile(r"\b(1[5-9]\d\d|2\d\d\d)\b")
+# A DOI is "10.<registrant>/<suffix>"; sources write it bare, as "doi:…" or as a resolver link.
+_DOI = re.compile(r"10\.\d+(?:\.\d+)*/\S+")
+_DOI_PREFIX = re.compile(r"^(?:doi:\s*|https?://(?:dx\.)?doi\.org/)", re.IGNORECASE)
+_DOI_LINK = re.compile(r"^https?://(?:dx\.)?doi\.org/", re.IGNORECASE)
 
 
 def normalise_whitespace(text: str) -> str:
@@ -69,6 +74,7 @@ def paper_from_fields(fields: Mapping[str, Any], source: str) -> Paper:
         year=parse_year(_first(record, YEAR_FIELDS)) or parse_year(_first(record, DATE_FIELDS)),
         venue=_text(_first(record, VENUE_FIELDS)) or None,
         url=parse_url(_first(record, URL_FIELDS), _first(record, DOI_FIELDS)),
+        doi=parse_doi(_first(record, DOI_FIELDS)) or doi_from_url(_first(record, URL_FIELDS)),
         source=source,
     )
 
@@ -151,11 +157,21 @@ def parse_url(url: Any, doi: Any) -> Optional[str]:
     link = _text(url)
     if link:
         return link
-    doi_text = _text(doi)
-    if not doi_text:
-        return None
-    doi_text = re.sub(r"^(?:doi:|https?://(?:dx\.)?doi\.org/)", "", doi_text, flags=re.IGNORECASE)
-    return f"https://doi.org/{doi_text}"
+    bare = parse_doi(doi)
+    return f"https://doi.org/{bare}" if bare else None
+
+
+def parse_doi(value: Any) -> Optional[str]:
+    """The bare DOI of '10.1/x', 'doi:10.1/x' or 'https://doi.org/10.1/x'; None for anything
+    that is not a DOI (an ISBN or "n/a" in a doi field must not become a dead link)."""
+    text = _DOI_PREFIX.sub("", _text(value)).rstrip(".")
+    return text if _DOI.fullmatch(text) else None
+
+
+def doi_from_url(url: Any) -> Optional[str]:
+    """The DOI of a resolver link ('https://doi.org/10.1%2Fx' → '10.1/x'); None for other links."""
+    text = _text(url)
+    return parse_doi(unquote(text)) if _DOI_LINK.match(text) else None
 
 
 def _first(record: Mapping[str, Any], names: Iterable[str]) -> Any:

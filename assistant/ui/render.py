@@ -5,9 +5,10 @@ from __future__ import annotations
 import html
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
+from urllib.parse import quote
 
 from ..answer.markers import MARKER_RE, parse_markers
-from ..render import author_line
+from ..render import author_line, doi_link, links
 from ..types import Answer, Citation, Hit
 
 LABEL_TOOLTIP = ("The corpus has no title for this paper: this label was derived from its "
@@ -83,10 +84,25 @@ def _evidence_html(evidence: str, snippet: str) -> str:
     return f'<div class="evidence">{esc(before)}<mark>{esc(evidence)}</mark>{esc(after)}</div>'
 
 
+def _anchor(href: str, text: str, cls: str) -> str:
+    return (f' · <a class="{cls}" href="{esc(href)}" target="_blank" '
+            f'rel="noopener noreferrer">{esc(text)}</a>')
+
+
+def links_html(c: Citation) -> str:
+    """The paper's link and its DOI (as "doi:10.…", to the resolver); a link that is just the
+    DOI's resolver link is shown once, as the DOI."""
+    out = ""
+    for href in links(c):
+        if c.doi and href == doi_link(c.doi):
+            out += _anchor(f"https://doi.org/{quote(c.doi, safe='/')}", f"doi:{c.doi}", "doi")
+        elif href.lower().startswith(("http://", "https://")):  # never javascript: etc.
+            out += _anchor(href, "link", "url")
+    return out
+
+
 def source_card(turn: int, c: Citation, snippet: str = "") -> str:
-    extra = ""
-    if c.url and c.url.lower().startswith(("http://", "https://")):  # never javascript: etc.
-        extra = f' · <a href="{esc(c.url)}" target="_blank" rel="noopener noreferrer">link</a>'
+    extra = links_html(c)
     return (
         f'<div class="src-card" id="src-{turn}-{c.number}" data-paper-id="{esc(c.paper_id)}">'
         f'<div class="src-head"><span class="src-num">{c.number}</span>'
