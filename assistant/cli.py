@@ -137,6 +137,24 @@ def search(query: Annotated[Optional[str], typer.Argument(help="What to look for
 
 
 @app.command()
+def similar(paper_id: Annotated[str, typer.Argument(help="Id of a paper in the store (see `search --json`).")],
+            k: Annotated[Optional[int], typer.Option("--k", "-k", help="Number of papers (default 5).")] = None,
+            as_json: JsonOpt = False, store: StoreOpt = None, chroma_url: ChromaOpt = None):
+    """More like this: the papers nearest PAPER_ID by meaning, with the sentence linking each."""
+    pa = make_assistant(store, chroma_url)
+    with friendly_errors():
+        results = pa.similar(paper_id, k=k)
+    if as_json:
+        print(json.dumps({"paper_id": paper_id, "results": [r.to_json() for r in results]},
+                         ensure_ascii=False))
+        return
+    for i, r in enumerate(results, 1):
+        out.print(f"[bold]{i}. {r.paper.title}[/]  [dim]{r.score:.3f} · {r.paper.paper_id}[/]",
+                  highlight=False)
+        out.print(f"   [dim]{r.link}[/]", highlight=False)
+
+
+@app.command()
 def stats(store: StoreOpt = None, chroma_url: ChromaOpt = None,
           as_json: JsonOpt = False):
     """Papers, chunks, embedding model and store location."""

@@ -86,6 +86,12 @@ class Settings(BaseSettings):
     dense_weight: float = 1.0
     bm25_weight: float = 1.0
 
+    # -- more like this (assistant/similar.py)
+    similar_k: int = 5
+    # chunks nearest the source paper taken from the vector index before regrouping per paper;
+    # several chunks of one paper can fill it, so it is kept well above k
+    similar_candidates: int = 50
+
     # -- answering
     llm_backend: Literal["local", "openai", "none"] = "local"
     model_path: Optional[Path] = None  # any GGUF; default: the packaged Qwen2.5-Coder-1.5B

@@ -17,6 +17,7 @@ from .config import SEED_CORPUS, Settings, load_settings
 from .index import Store
 from .ingest import FileReport, ingest_paths
 from .retrieve import Retriever
+from .similar import SimilarPaper, find_similar
 from .types import Answer, Filters, Hit, Turn
 
 
@@ -78,6 +79,13 @@ class PaperAssistant:
     def search(self, query: str, k: Optional[int] = None,
                filters: Optional[Filters] = None) -> list[Hit]:
         return self.retriever.search(query, k=k, filters=filters)
+
+    def similar(self, paper_id: str, k: Optional[int] = None) -> list[SimilarPaper]:
+        """The k papers nearest `paper_id` by meaning, each with its sentence that best links it
+        to the source paper. Raises UnknownPaper (a StoreError) for an id not in the store."""
+        k = k or self.settings.similar_k
+        # the engine's sentence embedder: its cache is shared with answering
+        return find_similar(self.store, self.engine.embed, paper_id, k, self.settings.similar_candidates)
 
     # -- answers
     def ask(self, message: str, history: Sequence[Turn] = (), mode: Optional[str] = None,
