@@ -83,7 +83,7 @@ def rich_progress(path: Path):
 
 
 @app.command()
-def ingest(paths: Annotated[list[Path], typer.Argument(help="Corpus files: seed listing .txt, .jsonl, .json, .csv, .bib.")],
+def ingest(paths: Annotated[list[Path], typer.Argument(help="Corpus files: seed listing .txt, .jsonl, .json (incl. CSL-JSON), .csv, .bib, .ris.")],
            skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Load the good records and report the bad ones.")] = False,
            rebuild: Annotated[bool, typer.Option("--rebuild", help="Empty the store first.")] = False,
            store: StoreOpt = None, chroma_url: ChromaOpt = None, quiet: Annotated[bool, typer.Option("--quiet")] = False):
@@ -134,6 +134,69 @@ def search(query: Annotated[Optional[str], typer.Argument(help="What to look for
         out.print(f"   {author_line(p.authors, 3)}" + (f"  [dim]{meta}[/]" if meta else ""),
                   highlight=False)
         out.print(f"   [dim]{h.snippet[:240]}{'…' if len(h.snippet) > 240 else ''}[/]", highlight=False)
+
+
+@app.command()
+def similar(paper_id: Annotated[str, typer.Argument(help="Id of a paper in the store (see `search --json`).")],
+            k: Annotated[Optional[int], typer.Option("--k", "-k", help="Number of papers (default 5).")] = None,
+            as_json: JsonOpt = False, store: StoreOpt = None, chroma_url: ChromaOpt = None):
+    """More like this: the papers nearest PAPER_ID by meaning, with the sentence linking each."""
+    pa = make_assistant(store, chroma_url)
+    with friendly_errors():
+        results = pa.similar(paper_id, k=k)
+    if as_json:
+        print(json.dumps({"paper_id": paper_id, "results": [r.to_json() for r in results]},
+                         ensure_ascii=False))
+        return
+    for i, r in enumerate(results, 1):
+        out.print(f"[bold]{i}. {r.paper.title}[/]  [dim]{r.score:.3f} · {r.paper.paper_id}[/]",
+                  highlight=False)
+        out.print(f"   [dim]{r.link}[/]", highlight=False)
+
+
+@app.command("eval")
+def eval_command(n: Annotated[Optional[int], typer.Option("--n", help="Papers to ask for (default 100).")] = None,
+                 seed: Annotated[Optional[int], typer.Option("--seed", help="Sample seed (default 0).")] = None,
+                 tune: Annotated[bool, typer.Option("--tune", help="Try fusion weights; store the best beside the store.")] = False,
+                 as_json: JsonOpt = False, store: StoreOpt = None, chroma_url: ChromaOpt = None):
+    """Recall@1/5/10 and MRR of BM25, dense and hybrid search on your own corpus, no labels needed:
+    each sampled paper is searched for by its title (or, without a real title, a later sentence
+    of its abstract)."""
+    pa = make_assistant(store, chroma_url)
+    with friendly_errors():
+        try:
+            report = pa.evaluate(n=n, seed=seed, tune=tune)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--tune") from None
+    if as_json:
+        print(report.model_dump_json())
+        return
+    _print_eval(report)
+
+
+def _scores_table(title: str, first: str, rows: dict):
+    from rich import box
+    from rich.table import Table
+
+    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left")
+    table.add_column(first)
+    cutoffs = sorted(next(iter(rows.values())).recall) if rows else []
+    for c in cutoffs:
+        table.add_column(f"R@{c}", justify="right")
+    table.add_column("MRR", justify="right")
+    for name, s in rows.items():
+        table.add_row(str(name), *(f"{s.recall[c]:.3f}" for c in cutoffs), f"{s.mrr:.3f}")
+    return table
+
+
+def _print_eval(report) -> None:
+    out.print(f"{report.queries} queries ({report.titles} titles, {report.queries - report.titles} "
+              f"abstract sentences; {report.skipped} papers skipped), seed {report.seed}",
+              highlight=False)
+    out.print(_scores_table(f"search modes (hybrid α = {report.hybrid_alpha:g})", "mode", report.modes))
+    if report.tuning:
+        out.print(_scores_table("hybrid by dense weight α", "α", report.tuning))
+        out.print(f"best α = {report.best_alpha:g}, saved to {report.saved_to}", highlight=False)
 
 
 @app.command()

@@ -82,9 +82,24 @@ class Settings(BaseSettings):
     candidates: int = 50  # chunks taken from each side before fusion
     fusion: Literal["convex", "rrf"] = "convex"
     hybrid_alpha: float = 0.6  # weight of the dense side in convex fusion (benchmarks/retrieval.py)
+    # use the weight `eval --tune` stored beside the store (fusion.json) instead of hybrid_alpha
+    tuned_fusion: bool = True
     rrf_k: int = 60
     dense_weight: float = 1.0
     bm25_weight: float = 1.0
+
+    # -- more like this (assistant/similar.py)
+    similar_k: int = 5
+    # chunks nearest the source paper taken from the vector index before regrouping per paper;
+    # several chunks of one paper can fill it, so it is kept well above k
+    similar_candidates: int = 50
+
+    # -- eval: known-item search on the user's own corpus (assistant/evaluate.py)
+    eval_sample: int = 100  # papers asked for
+    eval_seed: int = 0  # same seed, same papers and queries: runs are comparable
+    eval_min_words: int = 8  # a shorter abstract sentence ("We evaluate on X.") fits any paper
+    eval_cutoffs: list[int] = [1, 5, 10]  # recall@c for each; MRR counts ranks up to the largest
+    tune_alphas: list[float] = [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]  # dense weights `--tune` tries
 
     # -- answering
     llm_backend: Literal["local", "openai", "none"] = "local"

@@ -17,6 +17,9 @@ from .config import SEED_CORPUS, Settings, load_settings
 from .index import Store
 from .ingest import FileReport, ingest_paths
 from .retrieve import Retriever
+from .evaluate import EvalReport, evaluate
+from .similar import SimilarPaper, find_similar
+from .tuning import save_tuned_alpha
 from .types import Answer, Filters, Hit, Turn
 
 
@@ -78,6 +81,29 @@ class PaperAssistant:
     def search(self, query: str, k: Optional[int] = None,
                filters: Optional[Filters] = None) -> list[Hit]:
         return self.retriever.search(query, k=k, filters=filters)
+
+    def similar(self, paper_id: str, k: Optional[int] = None) -> list[SimilarPaper]:
+        """The k papers nearest `paper_id` by meaning, each with its sentence that best links it
+        to the source paper. Raises UnknownPaper (a StoreError) for an id not in the store."""
+        k = k or self.settings.similar_k
+        # the engine's sentence embedder: its cache is shared with answering
+        return find_similar(self.store, self.engine.embed, paper_id, k, self.settings.similar_candidates)
+
+    def evaluate(self, n: Optional[int] = None, seed: Optional[int] = None,
+                 tune: bool = False) -> EvalReport:
+        """Recall@k and MRR of bm25, dense and hybrid retrieval on known-item queries built from
+        a seeded sample of the store's own papers. With tune, also tries the settings'
+        `tune_alphas` and stores the best one beside the store, where search then uses it."""
+        if tune and self.settings.fusion != "convex":
+            raise ValueError("--tune chooses the convex fusion weight; set fusion=convex")
+        n = self.settings.eval_sample if n is None else n
+        seed = self.settings.eval_seed if seed is None else seed
+        report = evaluate(self.retriever, self.settings, n, seed, tune)
+        if tune and report.best_alpha is not None and report.queries:
+            report.saved_to = str(save_tuned_alpha(self.settings.store_dir, report.best_alpha, {
+                "queries": report.queries, "seed": seed, "revision": self.store.revision(),
+                "mrr": report.tuning[report.best_alpha].mrr}))
+        return report
 
     # -- answers
     def ask(self, message: str, history: Sequence[Turn] = (), mode: Optional[str] = None,

@@ -1,7 +1,8 @@
 """Hybrid retrieval: BM25 + dense (Chroma), fused per paper.
 
 Fusion is convex by default (`settings.fusion = "convex"`): each chunk scores
-α·dense + (1-α)·bm25/max(bm25), with α = `settings.hybrid_alpha`, and a paper takes its best
+α·dense + (1-α)·bm25/max(bm25), with α the weight `eval --tune` stored for this store
+(tuning.py) or else `settings.hybrid_alpha`, and a paper takes its best
 chunk's score. Reciprocal rank fusion (`fusion = "rrf"`) is the alternative, where a paper's
 rank on each side is the rank of its best chunk. Either way the unit returned is a paper, once,
 with its best chunk as the snippet, because that is what a researcher wants back.
@@ -17,6 +18,7 @@ import numpy as np
 
 from .config import Settings
 from .index import Store
+from .tuning import load_tuned_alpha
 from .types import Filters, Hit
 
 
@@ -37,9 +39,17 @@ class Retriever:
     def embed_query(self, query: str) -> np.ndarray:
         return np.asarray(self.store.embedder.get_query_embedding(query), dtype=np.float32)
 
+    def hybrid_alpha(self) -> float:
+        """The dense weight of convex fusion: the one `eval --tune` stored for this store, else
+        the settings' default."""
+        tuned = load_tuned_alpha(self.settings.store_dir) if self.settings.tuned_fusion else None
+        return self.settings.hybrid_alpha if tuned is None else tuned
+
     def search(self, query: str, k: Optional[int] = None, filters: Optional[Filters] = None,
-               mode: str = "hybrid", candidates: Optional[int] = None) -> list[Hit]:
-        """The k best papers for `query`. `mode` is hybrid, bm25 or dense (for benchmarks)."""
+               mode: str = "hybrid", candidates: Optional[int] = None,
+               alpha: Optional[float] = None) -> list[Hit]:
+        """The k best papers for `query`. `mode` is hybrid, bm25 or dense (for benchmarks and
+        `eval`); `alpha` overrides the convex fusion weight (for `eval --tune`)."""
         k = k or self.settings.k
         n = max(candidates or self.settings.candidates, k * 3)
         allowed = self.store.allowed_papers(filters)
@@ -50,7 +60,7 @@ class Retriever:
             self._bm25_side(query, n, allowed, chunks)
         if mode in ("hybrid", "dense"):
             self._dense_side(query, n, allowed, chunks)
-        return self._fuse(chunks, k, mode)
+        return self._fuse(chunks, k, mode, alpha)
 
     def _bm25_side(self, query: str, n: int, allowed: Optional[set[str]],
                    chunks: dict[str, ChunkScore]) -> None:
@@ -83,22 +93,24 @@ class Retriever:
                 chunks[cid].dense = float(np.dot(np.asarray(emb, dtype=np.float32), vector))
                 chunks[cid].text = doc
 
-    def _fuse(self, chunks: dict[str, ChunkScore], k: int, mode: str) -> list[Hit]:
+    def _fuse(self, chunks: dict[str, ChunkScore], k: int, mode: str,
+              alpha: Optional[float] = None) -> list[Hit]:
         if not chunks:
             return []
         if self.settings.fusion == "rrf":
             paper_score, chunk_score = self._rrf_scores(chunks, mode)
         else:
-            paper_score, chunk_score = self._convex_scores(chunks, mode)
+            paper_score, chunk_score = self._convex_scores(chunks, mode, alpha)
         return self._to_hits(chunks, paper_score, chunk_score, k)
 
-    def _convex_scores(self, chunks: dict[str, ChunkScore], mode: str):
+    def _convex_scores(self, chunks: dict[str, ChunkScore], mode: str, alpha: Optional[float] = None):
         """score = α·dense + (1-α)·bm25/max(bm25), per chunk; a paper takes its best chunk.
 
         Unlike RRF this keeps how *much* better a hit is: a rare name that only BM25 finds
         (an author, a method) still ranks first instead of being averaged away.
         """
-        alpha = {"dense": 1.0, "bm25": 0.0}.get(mode, self.settings.hybrid_alpha)
+        hybrid = self.hybrid_alpha() if alpha is None else alpha
+        alpha = {"dense": 1.0, "bm25": 0.0}.get(mode, hybrid)
         bm25_max = max((c.bm25 or 0.0) for c in chunks.values()) or 1.0
         chunk_score = {}
         for c in chunks.values():

@@ -1,7 +1,7 @@
 """`detect_format` and `read_papers`: the one entry point the ingest code calls.
 
-Format readers (listing, jsonfmt, csvfmt, bibtex) turn syntax into RawRecords; this module turns
-those into Papers, drops exact repeats, and either raises or collects the bad ones.
+Format readers (listing, jsonfmt, csljson, csvfmt, bibtex, ris) turn syntax into RawRecords;
+this module turns those into Papers, drops exact repeats, and either raises or collects the bad ones.
 """
 from __future__ import annotations
 
@@ -14,12 +14,14 @@ from typing import Callable, Iterator, Optional, Union
 
 from ..types import Paper
 from .bibtex import read_bibtex
+from .csljson import looks_like_csl, read_csl_json
 from .csvfmt import read_csv
 from .errors import BadRecord, CorpusError, RecordError
 from .fields import ABSTRACT_FIELDS, paper_from_fields
 from .jsonfmt import read_json, read_jsonl
 from .listing import read_listing
 from .records import RawRecord
+from .ris import read_ris
 from .textio import BOM
 
 log = logging.getLogger(__name__)
@@ -32,6 +34,8 @@ READERS: dict[str, Callable[[Path], Iterator[RawRecord]]] = {
     "json": read_json,
     "csv": read_csv,
     "bibtex": read_bibtex,
+    "ris": read_ris,
+    "csljson": read_csl_json,
 }
 FORMATS = tuple(READERS)
 
@@ -44,20 +48,39 @@ EXTENSIONS = {
     ".csv": "csv",
     ".tsv": "csv",
     ".bib": "bibtex",
+    ".ris": "ris",
 }
+_REFINED = ("json", "listing")  # extensions shared with another format: see _refine
+_RIS_START = re.compile(r"^TY  -")
 SNIFF_BYTES = 64 * 1024
 
 
 def detect_format(path: PathLike) -> str:
-    """'listing' | 'jsonl' | 'json' | 'csv' | 'bibtex', by extension, else by the file's start."""
+    """One of FORMATS, by extension, else by the file's start. A .json file is CSL-JSON when its
+    start has CSL-only keys: Zotero and Mendeley export CSL under the plain .json extension."""
     path = Path(path)
     by_extension = EXTENSIONS.get(path.suffix.lower())
-    if by_extension:
+    if by_extension and (by_extension not in _REFINED or not path.is_file()):
         return by_extension
-    _require_file(path)
+    if not by_extension:
+        _require_file(path)
+    head = _head(path)
+    return _refine(by_extension or _sniff(head), head)
+
+
+def _refine(fmt: str, head: str) -> str:
+    """Formats that share an extension with another: CSL-JSON (.json from Zotero, Mendeley) and
+    RIS (.txt from EndNote) are told apart by their content."""
+    if fmt == "json" and looks_like_csl(head):
+        return "csljson"
+    if fmt == "listing" and _RIS_START.match(head):
+        return "ris"
+    return fmt
+
+
+def _head(path: Path) -> str:
     with open(path, "rb") as f:
-        head = f.read(SNIFF_BYTES).removeprefix(BOM).decode("utf-8", errors="replace").lstrip()
-    return _sniff(head)
+        return f.read(SNIFF_BYTES).removeprefix(BOM).decode("utf-8", errors="replace").lstrip()
 
 
 def _sniff(head: str) -> str:

@@ -33,7 +33,7 @@ EXAMPLES = [
     ("Summarize", "Summarize the papers on causal inference."),
     ("Compare", "Compare Top-W with Verbalized Sampling."),
 ]
-CORPUS_TYPES = [".txt", ".md", ".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".bib"]
+CORPUS_TYPES = [".txt", ".md", ".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".bib", ".ris"]
 
 
 def _static(name: str) -> str:
