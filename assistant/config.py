@@ -52,6 +52,10 @@ class RelevancePolicy(BaseModel):
                            "and 1-5 s per borderline question; benchmarks/README.md).")
     rewrite_floor: float = Field(0.03, description="Only questions whose best paper reaches this "
                                                    "probability are rewritten.")
+    summary_threshold: Optional[float] = Field(
+        None, description="Probability a paper needs to join a summary whose best paper passed "
+                          "`threshold`. None: the one shipped with the model, chosen for recall "
+                          "(best F2) on held-out summary topics.")
     summary_candidates: int = Field(80, description="Papers retrieved and judged for a summary.")
     summary_max: int = Field(40, description="Papers a summary may cite.")
 

@@ -254,6 +254,10 @@ def question_figures(recs: list[dict], t: float) -> dict:
         fig[f"n_{kind}"] = len(neg)
     neg = [r for r in recs if r["item"].kind in NEGATIVE_KINDS]
     fig["false_all"] = sum(answered(r, t) for r in neg) / max(len(neg), 1)
+    # what the threshold rule counts: written out-of-corpus questions (none + cross); the
+    # leave-one-out twins are near misses, reported apart
+    ooc = [r for r in recs if r["item"].kind in ("none", "cross")]
+    fig["false_out_of_corpus"] = sum(answered(r, t) for r in ooc) / max(len(ooc), 1)
     return fig
 
 
@@ -262,6 +266,18 @@ def choose_threshold(recs: list[dict], max_false: float, kinds=NEGATIVE_KINDS) -
     neg = sorted((max(r["p"]) for r in recs if r["item"].kind in kinds and r["p"]), reverse=True)
     allowed = int(max_false * len(neg))
     return float(neg[allowed]) + 1e-6 if allowed < len(neg) else 0.0
+
+
+def choose_summary_threshold(recs: list[dict], floor: float, beta: float = 2.0) -> float:
+    """Summary membership: the threshold (at most the question gate's) with the best F-beta on
+    held-out topics; beta 2 weighs recall, as a summary that misses a paper misleads more."""
+    def f_beta(t: float) -> float:
+        tf = topic_figures(recs, t)
+        p, r = tf["precision"], tf["recall"]
+        return (1 + beta ** 2) * p * r / (beta ** 2 * p + r) if p + r else 0.0
+
+    grid = [float(x) for x in np.arange(0.05, floor + 1e-9, 0.05)] + [floor]
+    return max(grid, key=lambda t: (round(f_beta(t), 4), t))
 
 
 def precision_at_1(recs: list[dict], by_model: bool) -> float:
@@ -328,6 +344,8 @@ def main() -> int:
     held_scored = scored(held, model)
     t = choose_threshold(held_scored, args.max_false, args.negatives.split(","))
     model.threshold = t
+    model.summary_threshold = choose_summary_threshold(held_scored, t)
+    print(f"summary threshold {model.summary_threshold:.3f}: held-out topics {topic_figures(held_scored, model.summary_threshold)}")
     if args.sweep:
         for x in np.arange(0.1, 0.95, 0.05):
             report("sweep", held_scored, float(x))
@@ -351,7 +369,9 @@ def main() -> int:
                         "benchmarks/calibration/ml_conf.jsonl", "tests/data/seed_heldout.jsonl (single turn)",
                         "cross-corpus: SciFact claims, arXiv math titles, ml_conf titles",
                         "leave-one-out twins of every answerable question"],
-            "threshold_rule": f"lowest with <= {args.max_false:.0%} answered out-of-corpus held-out questions",
+            "threshold_rule": f"lowest with <= {args.max_false:.0%} answered out-of-corpus held-out "
+                              f"questions ({args.negatives})",
+            "summary_threshold_rule": "best F2 on held-out summary topics, at most the threshold",
             "held_out": question_figures(held_scored, t),
             "held_out_topics": topic_figures(held_scored, t),
             "scifact_precision_at_1": {"fused": p1_fused, "model": p1_model},

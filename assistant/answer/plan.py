@@ -119,7 +119,7 @@ class Planner:
             hits, judged = self._judged(q.topic, filters, max(k or 0, self.policy.summary_candidates),
                                         topic=True)
             plan.retrieved = hits
-            relevant = self.judge.relevant(judged)
+            relevant = self.judge.members(judged)
             papers, matching = [j.paper for j in relevant[: self.policy.summary_max]], len(relevant)
             if not papers:
                 return self._refuse(plan, q, judged, filters)

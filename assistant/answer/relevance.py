@@ -105,18 +105,22 @@ class RelevanceModel:
     intercept: float
     threshold: float
     provenance: dict
+    # a summary's members, once its best paper passed `threshold`: chosen for recall (F2 on
+    # held-out topics), since a paper left out of an area's summary is worse than a loose one
+    summary_threshold: Optional[float] = None
 
     @classmethod
     def load(cls, path: Path = MODEL_PATH) -> "RelevanceModel":
         raw = json.loads(Path(path).read_text())
         return cls(raw["features"], np.array(raw["mean"]), np.array(raw["scale"]),
                    np.array(raw["coef"]), float(raw["intercept"]), float(raw["threshold"]),
-                   raw.get("provenance", {}))
+                   raw.get("provenance", {}), raw.get("summary_threshold"))
 
     def to_json(self) -> dict:
         return {"features": self.features, "mean": self.mean.tolist(), "scale": self.scale.tolist(),
                 "coef": self.coef.tolist(), "intercept": self.intercept,
-                "threshold": self.threshold, "provenance": self.provenance}
+                "threshold": self.threshold, "summary_threshold": self.summary_threshold,
+                "provenance": self.provenance}
 
     def proba(self, rows: np.ndarray) -> np.ndarray:
         z = ((rows - self.mean) / self.scale) @ self.coef + self.intercept
@@ -247,6 +251,19 @@ class Judge:
                          h.paper.paper_id in by_author)
                   for h, p, r in zip(hits, probs, rows)]
         return sorted(judged, key=lambda j: -j.p)
+
+    @property
+    def summary_threshold(self) -> float:
+        fitted = self.model.summary_threshold
+        own = self.policy.summary_threshold
+        return own if own is not None else (fitted if fitted is not None else self.threshold)
+
+    def members(self, judged: Sequence[Judged]) -> list[Judged]:
+        """A summary's papers: none unless its best paper passes the question gate (is there
+        anything on this at all?), then every paper at the summary threshold (which belong?)."""
+        if not self.relevant(judged[:1]):
+            return []
+        return self.relevant(judged, min(self.summary_threshold, self.threshold))
 
     def relevant(self, judged: Sequence[Judged], threshold: Optional[float] = None) -> list[Judged]:
         cut = self.threshold if threshold is None else threshold
