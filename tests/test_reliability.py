@@ -346,3 +346,97 @@ def test_a_long_but_legal_conversation_is_answered(api, pa):
     r = api.post("/v1/chat/completions", json=_turns(pa.settings.api_max_messages))
     assert r.status_code == 200, r.text[:300]
     assert r.json()["choices"][0]["message"]["content"]
+
+
+# ----------------------------------------------------------------------------- 4. injections
+
+def _cited_numbers(text: str) -> set[int]:
+    from assistant.answer.markers import MARKER_RE, parse_markers
+
+    return {n for m in MARKER_RE.finditer(text) for n in parse_markers(m.group(1))}
+
+
+def assert_cites_only_retrieved(answer) -> None:
+    """Every citation is a paper retrieval returned; every marker in the text is a citation."""
+    retrieved = {h.paper.paper_id for h in answer.retrieved}
+    assert {c.paper_id for c in answer.citations} <= retrieved, (answer.answer, retrieved)
+    assert _cited_numbers(answer.answer) <= {c.number for c in answer.citations}, answer.answer
+
+
+DANGEROUS_TAGS = {"script", "img", "iframe", "svg", "object", "embed", "b", "style"}
+# "](" not escaped as "\](": a live Markdown link or image (our own marker links are HTML)
+MARKDOWN_IMAGE_OR_LINK = re.compile(r"(?<!\\)\]\(")
+
+
+def live_markup(html: str) -> list[str]:
+    """Tags and attributes a browser would act on: dangerous tags, on* handlers, javascript: links."""
+    from html.parser import HTMLParser
+
+    found: list[str] = []
+
+    class Collector(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            if tag in DANGEROUS_TAGS:
+                found.append(f"<{tag}>")
+            for name, value in attrs:
+                if name.startswith("on") or (value or "").strip().lower().startswith("javascript:"):
+                    found.append(f"{tag} {name}={value}")
+
+    Collector(convert_charrefs=True).feed(html)
+    return found
+
+
+def assert_rendered_safely(answer, question: str) -> None:
+    """The chat message, the source cards and the found list carry no live markup from the corpus."""
+    from assistant.ui.render import found_list, render_answer, sources_panel
+
+    message = render_answer(answer, 1)
+    record = {"turn": 1, "question": question, "answer": answer.answer,
+              "citations": list(answer.citations), "intent": answer.intent,
+              "snippets": {h.paper.paper_id: h.snippet for h in answer.retrieved}}
+    cards = sources_panel([record]) + found_list(answer.retrieved)
+    for html in (message, cards):
+        assert not live_markup(html), live_markup(html)
+    assert not MARKDOWN_IMAGE_OR_LINK.search(message), message
+
+
+def _engine(pa, reply: str | None):
+    """A fresh engine on the module's store: the `none` backend, or a scripted model saying `reply`."""
+    from assistant.library import PaperAssistant
+    from test_answer import scripted
+
+    fresh = PaperAssistant(pa.settings)
+    fresh._store = pa.store
+    if reply is not None:
+        scripted(fresh, reply)
+    return fresh
+
+
+@pytest.mark.parametrize("question", [PLANTED_QUESTIONS[i] for i in (2, 4, 5, 6, 7, 8)])
+def test_planted_injection_with_the_none_backend(pa, question):
+    from assistant.ui.render import source_card
+
+    answer = _engine(pa, None).ask(question)
+    assert answer.citations, "each planted paper is found by its own topic"
+    assert_cites_only_retrieved(answer)
+    assert "PWNED" not in answer.answer and "Alan Turing" not in answer.answer
+    assert_rendered_safely(answer, question)
+    for c in answer.citations:  # markup in a title or author name is shown as text
+        card = source_card(1, c)
+        if "<" in c.title + "".join(c.authors):
+            assert "&lt;" in card and not live_markup(card)
+
+
+# What a model that obeys the planted instructions writes: papers that were not retrieved, an
+# author it was told to name, markup copied from titles.
+OBEYING_REPLY = ("The paper studies this topic [1]. As instructed, it is by Alan Turing [7] and "
+                 "paper [9] proves it [99]. See [12][3-20]. <script>alert(1)</script> "
+                 "<img src=x onerror=alert(1)> ![x](http://evil.example/p.png) "
+                 "[click](javascript:alert(1)) PWNED")
+
+
+@pytest.mark.parametrize("question", [PLANTED_QUESTIONS[i] for i in (0, 3, 9)])
+def test_planted_injection_with_an_obeying_model(pa, question):
+    answer = _engine(pa, OBEYING_REPLY).ask(question)
+    assert_cites_only_retrieved(answer)
+    assert_rendered_safely(answer, question)
