@@ -440,3 +440,49 @@ def test_planted_injection_with_an_obeying_model(pa, question):
     answer = _engine(pa, OBEYING_REPLY).ask(question)
     assert_cites_only_retrieved(answer)
     assert_rendered_safely(answer, question)
+
+
+# ----------------------------------------------------------------------------- 3. upload names
+
+UPLOAD_NAMES = ["../../escaped.jsonl", "/tmp/absolute-escaped.jsonl", "..\\..\\escaped-win.jsonl",
+                "sub/../../../escaped-sub.jsonl", "./.hidden.jsonl", "a" * 300 + ".jsonl"]
+
+
+def test_upload_names_cannot_leave_the_upload_folder(pa, tmp_path, monkeypatch):
+    """The page's only upload path: Gradio's /gradio_api/upload, then the page's ingest handler."""
+    from fastapi.testclient import TestClient
+
+    from assistant.server import create_app
+
+    uploads = tmp_path / "deep" / "er" / "uploads"  # "../../x" from here stays inside tmp_path
+    uploads.mkdir(parents=True)
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(uploads))
+    before = {p for p in tmp_path.rglob("*")}
+    body = json.dumps({"id": "up-1", "abstract": "Uploaded paper about kelp forest carbon."}).encode()
+    with TestClient(create_app(pa)) as client:  # Gradio empties its cache at shutdown
+        stored = []
+        for name in UPLOAD_NAMES:
+            r = client.post("/gradio_api/upload", files={"files": (name, body, "application/json")})
+            assert r.status_code in (200, 400), (name, r.status_code)
+            stored += r.json() if r.status_code == 200 else []
+        assert len(stored) == len(UPLOAD_NAMES)
+        for path in stored:
+            assert Path(path).resolve().is_relative_to(uploads.resolve()), path
+            assert Path(path).is_file()
+        # the page ingests the stored copy: the store grows, nothing else is written
+        handlers = _page_handlers(pa, tmp_path / "bib")
+        handlers.upload(stored[0], progress=lambda *a, **k: None)
+        assert pa.store.paper("up-1") is not None
+    written = [p for p in set(tmp_path.rglob("*")) - before
+               if not (p.is_relative_to(uploads) or p.is_relative_to(tmp_path / "bib"))]
+    assert not written, written
+    assert not Path("/tmp/absolute-escaped.jsonl").exists()
+    assert not any(Path(tempfile.gettempdir()).glob("escaped*"))
+
+
+def _page_handlers(pa, bib_dir: Path):
+    from assistant.ui import build_ui  # noqa: F401 - imports the page's modules
+    from assistant.ui.handlers import Page, PageHandlers
+
+    bib_dir.mkdir(parents=True, exist_ok=True)
+    return PageHandlers(pa, Page(), bib_dir)
