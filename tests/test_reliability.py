@@ -486,3 +486,127 @@ def _page_handlers(pa, bib_dir: Path):
 
     bib_dir.mkdir(parents=True, exist_ok=True)
     return PageHandlers(pa, Page(), bib_dir)
+
+
+# ----------------------------------------------------------------------------- 5. exposure, keys
+
+OPEN_HOSTS = ["0.0.0.0", "::", "192.168.1.5", "10.0.0.1", "example.org", "[::]"]
+LOOPBACK_HOSTS = ["127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost"]
+
+
+@pytest.mark.parametrize("host", OPEN_HOSTS)
+def test_serving_beyond_loopback_needs_a_login_and_a_key(host):
+    from assistant.server import ServeError, check_exposure
+
+    for auth, key in [(None, None), (("me", "pw-secret"), None), (None, KEY)]:
+        with pytest.raises(ServeError) as e:
+            check_exposure(host, auth, no_auth=False, api_key=key)
+        assert KEY not in str(e.value) and "pw-secret" not in str(e.value)
+    check_exposure(host, ("me", "pw-secret"), no_auth=False, api_key=KEY)
+    check_exposure(host, None, no_auth=True, api_key=None)  # the explicit, insecure choice
+
+
+@pytest.mark.parametrize("host", LOOPBACK_HOSTS)
+def test_loopback_needs_nothing(host):
+    from assistant.server import check_exposure
+
+    check_exposure(host, None, no_auth=False, api_key=None)
+
+
+def test_cli_serve_on_all_interfaces_without_a_key_refuses_to_start(tmp_path, monkeypatch):
+    import uvicorn
+    from typer.testing import CliRunner
+
+    from assistant.cli import app
+
+    def must_not_run(*a, **k):
+        raise AssertionError("the server started")
+
+    monkeypatch.setattr(uvicorn, "run", must_not_run)
+    monkeypatch.delenv("PAPER_ASSISTANT_API_KEY", raising=False)
+    monkeypatch.delenv("PAPER_ASSISTANT_AUTH", raising=False)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["serve", "--host", "0.0.0.0", "--store", str(tmp_path / "s")])
+    assert result.exit_code == 2, result.output
+    assert "refusing to listen on 0.0.0.0" in result.output
+    result = CliRunner().invoke(app, ["serve", "--host", "0.0.0.0", "--auth", "me:pw",
+                                      "--store", str(tmp_path / "s")])
+    assert result.exit_code == 2 and "--api-key" in result.output
+
+
+@pytest.fixture(scope="module")
+def keyed_app(pa):
+    """The full app (page and API) with an API key, as `serve --api-key` builds it."""
+    from fastapi.testclient import TestClient
+
+    from assistant.server import create_app
+
+    app = create_app(pa, api_key=KEY)
+    with TestClient(app) as client:
+        yield app, client
+
+
+def _all_routes(routes):
+    """Routes with a path, including those of included routers (newer FastAPI wraps them)."""
+    for route in routes:
+        if getattr(route, "path", None) is not None:
+            yield route
+        inner = getattr(route, "original_router", None)
+        if inner is not None:
+            yield from _all_routes(inner.routes)
+
+
+def _v1_routes(app) -> list[tuple[str, str]]:
+    routes = {(method, route.path.replace("{model}", "paper-assistant"))
+              for route in _all_routes(app.routes) if route.path.startswith("/v1")
+              for method in (getattr(route, "methods", None) or ()) if method != "HEAD"}
+    assert len(routes) >= 3, routes
+    return sorted(routes)
+
+
+BAD_AUTH = [None, "", "Bearer", "Bearer ", "Bearer wrong", f"Bearer {KEY[:-1]}", f"Bearer {KEY}x",
+            f"Basic {KEY}", f"bearer{KEY}", ("Bearer " + "é" * 20).encode("utf-8"), f"Token {KEY}"]
+
+
+def test_every_v1_route_needs_the_key_compared_in_constant_time(keyed_app, monkeypatch):
+    import hmac
+
+    import assistant.api as api_module
+
+    app, client = keyed_app
+    compared, real = [], hmac.compare_digest
+
+    def spy(a, b):
+        compared.append(True)
+        return real(a, b)
+
+    monkeypatch.setattr(api_module.hmac, "compare_digest", spy)
+    body = _chat("Which paper models lichen growth rates?")
+    for method, path in _v1_routes(app):
+        for header in BAD_AUTH:
+            headers = {} if header is None else {"Authorization": header}
+            r = client.request(method, path, headers=headers, json=body)
+            assert r.status_code == 401, (method, path, header, r.status_code)
+            assert r.json()["error"]["code"] == "invalid_api_key" and KEY not in r.text
+        r = client.request(method, path, headers={"Authorization": f"Bearer {KEY}"}, json=body)
+        assert r.status_code == 200, (method, path, r.text[:200])
+    assert compared, "the key must be compared with hmac.compare_digest"
+
+
+def test_the_key_never_reaches_logs_errors_or_output(pa, keyed_app, caplog, capsys, monkeypatch):
+    import uvicorn
+
+    from assistant import server
+
+    _, client = keyed_app
+    caplog.set_level(logging.DEBUG)
+    texts = [client.post("/v1/chat/completions", json=_chat("hi"),
+                         headers={"Authorization": f"Bearer {KEY}x"}).text,
+             client.post("/v1/chat/completions", content=b"{", headers={"Authorization": f"Bearer {KEY}"}).text,
+             client.get("/v1/models/none", headers={"Authorization": f"Bearer {KEY}"}).text]
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: None)  # everything but listening
+    server.serve(host="127.0.0.1", port=1, api_key=KEY, pa=pa)
+    out = capsys.readouterr()
+    for text in texts + [caplog.text, out.out, out.err]:
+        assert KEY not in text
+    assert "bearer token required" in out.out
