@@ -27,8 +27,9 @@ chunk carries the checked text as `answer` along with `citations`; when the chec
 continues what was streamed, the rest is sent as ordinary deltas first.
 
 Errors use OpenAI's shape {"error": {"message", "type", "param", "code"}}: 400 bad input,
-401 missing/wrong bearer token, 404 unknown model (GET /v1/models/{id}), 503 store or back end
-unavailable, 500 anything else (no traceback is sent).
+401 missing/wrong bearer token, 404 unknown model (GET /v1/models/{id}), 413 a body over
+`api_max_request_bytes` or more than `api_max_messages` messages (settings), 503 store or back
+end unavailable, 500 anything else (no traceback is sent).
 """
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from .config import Settings
 from .conversation import (MODES, AnswerMemory, make_filters, message_text, parse_mode,
                            turns_from_messages)
 from .render import answer_meta, citations_json, hits_json
@@ -164,10 +166,12 @@ class ChatRequest(BaseModel):
     k: Optional[int] = Field(default=None, ge=1, le=100)
 
 
-def parse_request(data: Any, memory: Optional[AnswerMemory] = None) -> tuple[ChatRequest, str, list[Turn]]:
-    """Validate a chat request → (request, last user message, history turns); ApiError(400)."""
+def parse_request(data: Any, memory: Optional[AnswerMemory] = None,
+                  max_messages: Optional[int] = None) -> tuple[ChatRequest, str, list[Turn]]:
+    """Validate a chat request → (request, last user message, history turns); ApiError(400/413)."""
     if not isinstance(data, dict):
         raise ApiError(400, "the request body must be a JSON object")
+    _check_message_count(data.get("messages"), max_messages)
     try:
         req = ChatRequest.model_validate(data)
     except ValidationError as e:
@@ -188,6 +192,44 @@ def parse_request(data: Any, memory: Optional[AnswerMemory] = None) -> tuple[Cha
     history = turns_from_messages([m.model_dump() for m in convo[:-1]],
                                   recall=memory.recall if memory is not None else None)
     return req, message, history
+
+
+def _check_message_count(messages: Any, max_messages: Optional[int]) -> None:
+    # Checked before validation, so a huge list is refused without building a model per item.
+    if max_messages is not None and isinstance(messages, list) and len(messages) > max_messages:
+        raise ApiError(413, f"too many messages: {len(messages)} (at most {max_messages}); "
+                            f"send only the recent part of the conversation",
+                       param="messages", code="too_many_messages")
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refused with 413 as soon as it exceeds `limit` bytes (whether or not
+    the client declared its length), so an oversized body is never held in memory whole."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+    body, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(limit)
+        body.append(chunk)
+    return b"".join(body)
+
+
+def _too_large(limit: int) -> ApiError:
+    return ApiError(413, f"the request body is larger than {limit} bytes",
+                    code="request_too_large")
+
+
+def parse_body(body: bytes) -> Any:
+    """JSON of the body; anything the decoder refuses (bad syntax, bytes that are not UTF-8,
+    nesting past the recursion limit, an integer of thousands of digits) is a 400."""
+    try:
+        return json.loads(body or b"null")
+    except (ValueError, RecursionError) as e:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        reason = "nested too deeply" if isinstance(e, RecursionError) else str(e)
+        raise ApiError(400, f"the request body is not valid JSON: {reason}") from None
 
 
 def _filters(req: ChatRequest) -> Optional[Filters]:
@@ -228,8 +270,10 @@ def bearer_check(api_key: Optional[str]) -> Callable[[Request], None]:
 
 
 def create_router(pa, api_key: Optional[str] = None, model_id: str = MODEL_ID) -> APIRouter:
-    """The API routes over `pa`. With `api_key`, every /v1 route needs `Authorization: Bearer KEY`."""
+    """The API routes over `pa`. With `api_key`, every /v1 route needs `Authorization: Bearer KEY`.
+    Request limits come from `pa.settings` (defaults when `pa` has none, as in test doubles)."""
     router = APIRouter(route_class=OpenAIRoute)
+    limits = getattr(pa, "settings", None) or Settings()
     check_auth = bearer_check(api_key)
     memory = AnswerMemory()
 
@@ -262,11 +306,8 @@ def create_router(pa, api_key: Optional[str] = None, model_id: str = MODEL_ID) -
     @router.post("/v1/chat/completions")
     async def chat_completions(request: Request):
         check_auth(request)
-        try:
-            data = json.loads(await request.body() or b"null")
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise ApiError(400, f"the request body is not valid JSON: {e}") from None
-        call = Completion(*parse_request(data, memory), model_id=model_id)
+        data = parse_body(await read_body(request, limits.api_max_request_bytes))
+        call = Completion(*parse_request(data, memory, limits.api_max_messages), model_id=model_id)
         return await (_stream(pa, call, memory) if call.req.stream else _complete(pa, call, memory))
 
     return router

@@ -128,6 +128,11 @@ class Settings(BaseSettings):
     # grounding: a second marker stays only if its paper backs the sentence within this of the best
     citation_margin: float = 0.15
 
+    # -- HTTP API (/v1): limits on what one request may carry, so a hostile or broken client
+    # gets a 4xx instead of tying up the embedder and the model for minutes
+    api_max_request_bytes: int = 1_000_000  # whole request body; a long chat is a few KB
+    api_max_messages: int = 200  # messages in one request (the engine only reads the recent ones)
+
     def resolved_llm_api_key(self) -> Optional[str]:
         return self.llm_api_key or os.environ.get("OPENAI_API_KEY")
 

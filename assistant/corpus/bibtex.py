@@ -28,6 +28,9 @@ TEXT_FIELDS = ("title", "abstract", "journal", "booktitle")
 PLAIN_FIELDS = ("year", "date", "url", "doi")
 
 _LATEX = LatexNodes2Text(math_mode="verbatim")  # keep $x^2$ as written
+# pylatexenc's time grows faster than the text (a 1 MB abstract took over a minute); real fields
+# are a few KB, so longer ones (hostile or broken files) only lose their braces.
+LATEX_MAX_CHARS = 20_000
 _UNESCAPED_PERCENT = re.compile(r"(?<!\\)%")
 
 
@@ -84,6 +87,8 @@ def parse_bibtex_authors(value: str) -> list[str]:
 def latex_to_text(value: str) -> str:
     """Plain text of a BibTeX field value. An unescaped '%' is kept literally: to LaTeX it would
     start a comment and silently drop the rest of an abstract."""
+    if len(value) > LATEX_MAX_CHARS:
+        return strip_braces(value)
     try:
         return _LATEX.latex_to_text(_UNESCAPED_PERCENT.sub(r"\\%", value)).strip()
     except Exception:  # pylatexenc is tolerant, but never let markup cost a record

@@ -29,7 +29,9 @@ def read_csv(path: Path) -> Iterator[RawRecord]:
     if header_line is None or not header_line.strip():
         raise CorpusError(str(path), 1, "no header row (expected column names, including 'abstract')")
     delimiter = _delimiter(path, header_line)
-    reader = csv.reader(_prepend(header_line, lines), delimiter=delimiter)
+    # strict: a quote left open at the end of the file is an error, not a field that silently
+    # swallowed every line after it
+    reader = csv.reader(_prepend(header_line, lines), delimiter=delimiter, strict=True)
     header = [name.strip() for name in _next_row(reader, path, 1)]
     _check_header(path, header)
     yield from _rows(path, reader, header)

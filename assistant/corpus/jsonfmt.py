@@ -3,11 +3,15 @@
 JSON documents are a top-level array of objects, an object holding that array under "papers",
 "data" or "records", or a single paper object. Their records are located with the standard
 decoder's `raw_decode`, so each one still gets the line it starts on for error messages.
+
+Input the standard decoder cannot take (nesting deeper than Python's recursion limit, an integer
+of more than 4,300 digits) is invalid JSON like any other, reported at its line.
 """
 from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -16,9 +20,50 @@ from .records import RawRecord
 from .textio import decode_line, iter_raw_lines, line_of_offset, read_whole_text
 
 RECORD_LIST_KEYS = ("papers", "data", "records")
+DEEP = 500  # nesting reported as "too deep" (the decoder itself gives up near 1,000 levels)
 
 _DECODER = json.JSONDecoder()
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+_STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+# Python refuses to convert integers longer than this (CVE-2020-10735); 0 means no limit.
+MAX_DIGITS = getattr(sys, "get_int_max_str_digits", lambda: 4300)() or 4300
+_LONG_NUMBER = re.compile(r"\d{%d,}" % (MAX_DIGITS + 1))
+
+
+class _Invalid(Exception):
+    """The text is not JSON the decoder can take; `offset` is where (a character index)."""
+
+    def __init__(self, reason: str, offset: int):
+        self.reason, self.offset = reason, offset
+        super().__init__(reason)
+
+
+def _loads(text: str) -> Any:
+    """json.loads, with every way it can refuse the text raised as _Invalid(reason, offset)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise _Invalid(f"invalid JSON: {e.msg} (column {e.colno})", e.pos) from None
+    except RecursionError:
+        raise _Invalid(f"invalid JSON: nested more than {DEEP} levels deep", _deep_offset(text)) from None
+    except ValueError:  # an integer with more digits than int() converts
+        match = _LONG_NUMBER.search(text)
+        raise _Invalid(f"invalid JSON: a number of more than {MAX_DIGITS} digits",
+                       match.start() if match else 0) from None
+
+
+def _deep_offset(text: str) -> int:
+    """Where the nesting first goes deeper than DEEP (0 when it never does)."""
+    depth = 0
+    for m in _STRING_OR_BRACKET.finditer(text):
+        token = m.group()
+        if token in "[{":
+            depth += 1
+            if depth > DEEP:
+                return m.start()
+        elif token in "]}":
+            depth -= 1
+    return 0
 
 
 def read_jsonl(path: Path) -> Iterator[RawRecord]:
@@ -27,12 +72,12 @@ def read_jsonl(path: Path) -> Iterator[RawRecord]:
         if not line.data.strip():
             continue
         try:
-            value = json.loads(decode_line(line))
+            value = _loads(decode_line(line))
         except BadRecord as bad:
             yield RawRecord.bad(line.number, bad.reason)
             continue
-        except json.JSONDecodeError as e:
-            yield RawRecord.bad(line.number, f"invalid JSON: {e.msg} (column {e.colno})")
+        except _Invalid as e:
+            yield RawRecord.bad(line.number, e.reason)
             continue
         yield _record(line.number, value)
 
@@ -40,9 +85,9 @@ def read_jsonl(path: Path) -> Iterator[RawRecord]:
 def read_json(path: Path) -> Iterator[RawRecord]:
     text = read_whole_text(path)
     try:
-        document = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise CorpusError(str(path), e.lineno, f"invalid JSON: {e.msg} (column {e.colno})") from None
+        document = _loads(text)
+    except _Invalid as e:
+        raise CorpusError(str(path), line_of_offset(text, e.offset), e.reason) from None
     start = _skip_whitespace(text, 0)
     if isinstance(document, list):
         items = _array_items(text, start)

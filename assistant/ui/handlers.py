@@ -26,7 +26,8 @@ from ..conversation import InputError
 from ..export import bibtex_entries
 from ..render import answer_markdown, answer_payload
 from ..types import Answer, Hit
-from .render import category_choices, esc, render_answer, sources_panel, stats_html, year_hint
+from .render import (category_choices, esc, render_answer, safe_markdown, sources_panel, stats_html,
+                     year_hint)
 
 log = logging.getLogger("assistant.ui")
 
@@ -182,7 +183,7 @@ class PageHandlers:
             turn.streamed += str(payload)
             if now - turn.last_push >= STREAM_INTERVAL:
                 turn.last_push = now
-                messages[-1] = {"role": "assistant", "content": turn.streamed + " ▍"}
+                messages[-1] = {"role": "assistant", "content": safe_markdown(turn.streamed) + " ▍"}
                 return {p.chatbot: messages}
         elif kind == "final":
             turn.final = payload

@@ -3,6 +3,7 @@ the collection's statistics. Everything from the corpus is escaped here."""
 from __future__ import annotations
 
 import html
+import re
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 from urllib.parse import quote
@@ -40,10 +41,22 @@ def link_markers(text: str, turn: int, numbers: Iterable[int]) -> str:
     return MARKER_RE.sub(repl, text)
 
 
+# A Markdown link or image: "[text](" / "![alt](". Answers never need one (sources are linked
+# from their cards), and an image would make every reader's browser fetch a URL from the corpus.
+_MARKDOWN_LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(")
+
+
+def safe_markdown(text: str) -> str:
+    """Answer text (the model's words, extracts of abstracts, titles) as Markdown that is shown,
+    never run: HTML is escaped and Markdown links and images are shown as written."""
+    escaped = html.escape(str(text or ""), quote=False)
+    return _MARKDOWN_LINK.sub(lambda m: f"{m.group(1)}\\[{m.group(2)}\\](", escaped)
+
+
 def render_answer(answer: Answer, turn: int) -> str:
     """The final chat message: the checked answer with clickable markers, then any notices."""
-    text = link_markers(answer.answer, turn, [c.number for c in answer.citations])
-    return text + "".join(f"\n\n> **Note:** {n}" for n in answer.notices)
+    text = link_markers(safe_markdown(answer.answer), turn, [c.number for c in answer.citations])
+    return text + "".join(f"\n\n> **Note:** {safe_markdown(n)}" for n in answer.notices)
 
 
 def display_title(c: Citation | Any) -> str:
