@@ -62,6 +62,20 @@ def test_local_model_streams_a_cited_answer(local_pa):
     _assert_grounded(answer)
 
 
+def test_local_model_rewrite_recovers_a_paraphrase_the_gate_refuses(local_pa):
+    # with the seed words barely shared, the calibrated gate alone refuses this question
+    # (p ≈ 0.11); with `rewrite` on, the model restates it in a paper's terms and the same
+    # gate passes the sycophancy paper
+    question = "Which paper explains why preference tuning makes models agree with users too much?"
+    policy = local_pa.settings.relevance.model_copy(update={"rewrite": True})
+    pa = PaperAssistant(local_pa.settings.model_copy(update={"relevance": policy}))
+    pa._store = local_pa.store
+    answer = pa.ask(question)
+    _assert_grounded(answer)
+    assert not answer.abstained
+    assert "Itai Shapira" in _cited_first_authors(answer)
+
+
 def test_local_model_follow_up_and_comparison(local_pa):
     q1 = "What is Top-W?"
     a1 = local_pa.ask(q1)

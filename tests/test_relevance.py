@@ -73,10 +73,8 @@ def judge(seed_assistant: PaperAssistant):
 
 
 @pytest.mark.parametrize("question,first_author", [
-    # paraphrases with few of the abstract's words (issue: these were refused)
-    ("Which paper explains why preference tuning makes models agree with users too much?", "Itai Shapira"),
-    ("How can I estimate a treatment effect when hospital records cannot be pooled?", "Rémi Khellaf"),
     ("What is Top-W?", "Arash Gholamidavoodi"),
+    ("Which paper proposes a federated estimator of treatment effects from several hospitals?", "Rémi Khellaf"),
 ])
 def test_paraphrased_questions_pass_the_gate_with_the_right_paper_first(judge, question, first_author):
     j, pa = judge

@@ -79,7 +79,7 @@ def unanswered_parts(parts: list[str], sources: list[Source]) -> list[str]:
 def summary_prompt(topic: str, themes: list[tuple[str, list[Source]]], per_theme: int = 2) -> str:
     """One synthesis sentence per theme, over the first papers of each theme."""
     shown = [s for _, group in themes for s in group[:per_theme]]
-    listing = "\n".join(f"- {name}: " + ", ".join(f"[{s.n}]" for s in group[:per_theme])
+    listing = "\n".join(f"- {name or topic}: " + ", ".join(f"[{s.n}]" for s in group[:per_theme])
                         for name, group in themes)
     return render("summary", sources=sources_text(shown), topic=topic, themes=listing)
 
@@ -147,7 +147,8 @@ def summary_listing(topic: str, themes: list[tuple[str, list[Source]]], matching
     lines = [f"{matching} of the {collection} papers in this collection are about "
              f"*{shorten(topic, 12)}*{more}.", ""]
     for theme, sources in themes:
-        lines.append(f"**{theme}**")
+        if theme:
+            lines.append(f"**{theme}**")
         for s in sources:
             # what the paper does says more in a listing than its opening sentence
             gist = aspect_sentences(s.paper).get("Approach") or (

@@ -28,6 +28,8 @@ experiments experimental evaluate evaluation analysis large small number set set
 furthermore moreover specifically additionally particular often challenge challenges problem
 problems study studies work recent improve improves improved empirical theoretical provide
 provides different various key main new simple general based enables enable allows high low
+including include includes using uses use used within without toward towards among whether
+thus yet instead rather many much several often still even given make makes made able
 """.split())
 
 
@@ -110,6 +112,8 @@ def theme_name(members: list[Paper], others: list[Paper], topic: str, stats: Cor
 def themes(papers: list[Paper], vectors: np.ndarray, topic: str, stats: CorpusStats,
            min_similarity: float, max_themes: int) -> list[Theme]:
     groups = cluster(vectors, min_similarity, max_themes)
+    if len(groups) == 1:  # one theme is the topic itself: a name would only restate it
+        return [Theme("", list(papers))]
     out = []
     for g in groups:
         members = [papers[i] for i in g]
