@@ -123,7 +123,7 @@ def _sources_column(page: Page, facets: dict, default_k: int) -> None:
     page.sources = gr.HTML(sources_panel([]), elem_id="pa-sources", js_on_load=None)
     with gr.Accordion("Answer settings & filters", open=True):
         page.mode = gr.Radio(list(MODES), value="auto", elem_id="pa-mode",
-                             label="Mode (auto detects question, summary or compare)")
+                             label="Mode (auto detects question, summary, compare, similar or table)")
         page.k = gr.Slider(1, 20, value=default_k, step=1, label="Papers to use (k)",
                            elem_id="pa-k")
         with gr.Row():
