@@ -100,8 +100,8 @@ class Settings(BaseSettings):
     # a cell's score: cosine (MiniLM) between an abstract sentence and the aspect's description,
     # plus table_cue_bonus when the sentence has the aspect's cue words ("dataset", "we propose");
     # below table_min_score the cell is "—": an abstract that never mentions data should say so,
-    # not quote its best guess (0.25: papers without experiments get "—" for data on the seed corpus)
-    table_min_score: float = 0.25
+    # not quote its best guess (0.3: papers without experiments get "—" for data on the seed corpus)
+    table_min_score: float = 0.3
     table_cue_bonus: float = 0.15
 
     # -- eval: known-item search on the user's own corpus (assistant/evaluate.py)

@@ -29,7 +29,7 @@ NONE = "—"
 ASPECT_QUERIES = {
     "problem": "the problem, gap or limitation of existing work that this paper addresses",
     "method": "we propose a new method, model, algorithm or framework that works by",
-    "data": "experiments on datasets and benchmarks, trained and evaluated on real data",
+    "data": "we evaluate on the following datasets and benchmarks",  # measured best on the seed corpus
     "result": "the main result: our approach outperforms baselines and improves accuracy",
     "setting": "the setting and assumptions under which the problem is studied",
     "limitation": "a limitation or weakness of the approach that remains open",
@@ -65,7 +65,7 @@ ASPECT_CUES = {
                          r"our (method|approach|framework|model|algorithm)|this (paper|work) "
                          r"(proposes|presents|introduces))", re.I),
     "data": re.compile(r"\b(datasets?|benchmarks?|corpus|corpora|real-world|synthetic|simulated|"
-                       r"simulations?|experiments? (on|across|with)|evaluat\w* (on|across)|"
+                       r"simulations?|experiments? (on|across|with)|evaluat\w*\b[^.]{0,30}?\b(on|across)|"
                        r"trained on|tested on|samples|images|patients|subjects)\b", re.I),
     "result": re.compile(r"(outperform|achiev|improv|reduc|speed-?up|\d+(\.\d+)?\s?%|"
                          r"state-of-the-art|we (show|find|prove)|demonstrat|surpass|gains?\b)", re.I),
