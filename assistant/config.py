@@ -102,7 +102,7 @@ class Settings(BaseSettings):
     # below table_min_score the cell is "—": an abstract that never mentions data should say so,
     # not quote its best guess (0.3: papers without experiments get "—" for data on the seed corpus)
     table_min_score: float = 0.3
-    table_cue_bonus: float = 0.15
+    table_cue_bonus: float = 0.25  # cue words are firmer evidence than MiniLM's cosine here
 
     # -- eval: known-item search on the user's own corpus (assistant/evaluate.py)
     eval_sample: int = 100  # papers asked for

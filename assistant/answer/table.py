@@ -124,7 +124,7 @@ def cut(text: str, max_words: int) -> str:
 
 
 def table_cells(paper: Paper, aspects: list[str], embed: Embed, min_similarity: float,
-                max_words: int, cue_bonus: float = 0.15) -> list[Cell]:
+                max_words: int, cue_bonus: float = 0.25) -> list[Cell]:
     """One cell per aspect. Sentences are assigned best match first and each serves one aspect
     of the row, so "method" and "result" don't both quote the same sentence."""
     sents = safe_sentences(paper)
@@ -151,13 +151,15 @@ def _best_phrase(sentence: str, query: np.ndarray, cue, embed: Embed, max_words:
     "experiments on real and synthetic data" is the data, not the clause after it), cut to
     `max_words` when no clause fits."""
     pieces = phrases(sentence, max_words)
-    if not pieces:
-        return cut(sentence, max_words)
+    cued = [p for p in pieces if cue is not None and cue.search(p)]
+    hit = cue.search(sentence) if cue is not None else None
+    if hit and not cued:  # the clause with the cue words is too long: it, cut, still beats another
+        start = max([0] + [m.end() for m in CLAUSE_BREAK_RE.finditer(sentence) if m.end() <= hit.start()])
+        return cut(sentence[start:].strip(" ,;:—–()"), max_words)
+    pieces = cued or pieces  # the clause that says "datasets" is the data, whatever MiniLM thinks
     if len(pieces) == 1:
         return pieces[0]
-    cued = [p for p in pieces if cue is not None and cue.search(p)]
-    pieces = cued or pieces  # the clause that says "datasets" is the data, whatever MiniLM thinks
-    return pieces[int(np.argmax(embed(pieces) @ query))]
+    return pieces[int(np.argmax(embed(pieces) @ query))] if pieces else cut(sentence, max_words)
 
 
 def table_markdown(table: LiteratureTable, names: dict[str, str]) -> str:
