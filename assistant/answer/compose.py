@@ -254,7 +254,8 @@ def table_intro(topic: str, rows: int, matching: int, collection: int) -> str:
     """How many papers the table covers, and what its cells are."""
     if topic and matching:
         more = f"; the {rows} most relevant are below" if matching > rows else ""
-        lead = f"{matching} of the {collection} papers in this collection are about *{shorten(topic, 12)}*{more}."
+        lead = (f"{matching} of the {collection} papers in this collection are about "
+                f"*{shorten(topic, 12)}*{more}.")
     else:
         lead = f"A table of the {rows} paper{'s' * (rows != 1)}."
     return (lead + " Each cell quotes the paper's abstract; “—” means the abstract says nothing "

@@ -17,7 +17,8 @@ from ..text import distinctive_tokens, normalise, terms
 from ..types import Filters, Hit, Intent, LiteratureTable, Paper, TableRow, Turn
 from . import compose
 from .ground import SentenceEmbeddings, Source, evidence_for
-from .query import Query, asks_previous_papers, paper_id_in, parse, shown_lists, similar_target, table_request
+from .query import (Query, asks_previous_papers, paper_id_in, parse, shown_lists, similar_target,
+                    table_request)
 from .relevance import Judge, Judged, authors_named
 from .themes import Theme, themes
 
@@ -63,9 +64,10 @@ class Planner:
             return self._unresolved(q, history)
         if q.after_refusal and q.reference in ("it", "all", "both"):
             return self._offer(q, focus)
-        if q.intent in ("similar", "table"):  # more like this, literature tables (below)
-            return self._similar(q, history, focus, filters) if q.intent == "similar" else \
-                self._table(q, history, focus, filters, k)
+        if q.intent == "similar":  # more like this (below)
+            return self._similar(q, history, focus, filters)
+        if q.intent == "table":  # literature tables (below)
+            return self._table(q, history, focus, filters, k)
         if q.intent == "compare":
             return self._compare(q, focus, filters)
         if q.intent == "summary":
@@ -263,7 +265,8 @@ class Planner:
         plan.sources = [Source(1, source, safe_first(source))] + [
             Source(i + 2, r.paper, [r.link]) for i, r in enumerate(found)]
         plan.retrieved = [as_hit(source)] + [Hit(paper=r.paper, score=r.score, snippet=r.link) for r in found]
-        plan.prefix = compose.similar_listing(plan.sources[0], [(s, r.score) for s, r in zip(plan.sources[1:], found)])
+        scored = [(s, r.score) for s, r in zip(plan.sources[1:], found)]
+        plan.prefix = compose.similar_listing(plan.sources[0], scored)
         return plan
 
     def _similar_source(self, q: Query, history: list[Turn], focus: list[Paper],

@@ -72,7 +72,8 @@ ASPECT_CUES = {
 }
 
 # where a long sentence may be cut into clauses; a cell is the best clause (or run of clauses)
-CLAUSE_BREAK_RE = re.compile(r",\s+|;\s+|:\s+|\s+—\s+|\s+–\s+|\s+\(|\)\s+|\s+(?=(?:which|while|whereas|where|and we|but)\b)")
+CLAUSE_BREAK_RE = re.compile(r",\s+|;\s+|:\s+|\s+—\s+|\s+–\s+|\s+\(|\)\s+|"
+                             r"\s+(?=(?:which|while|whereas|where|and we|but)\b)")
 
 
 def canonical(aspect: str) -> str:
