@@ -16,7 +16,7 @@ message become the engine's history (follow-ups like "who wrote it?" work). An a
 may echo the `citations` (or `paper_ids`) it came with; if it does not, the server recalls them
 from its memory of its recent answers (keyed by the answer text), so a standard client echoing
 only the text keeps the focus. System messages are accepted and ignored. Optional non-standard
-request fields: `mode` ("auto"|"question"|"summary"|"compare"), `filters` ({categories, authors, year_min,
+request fields: `mode` ("auto"|"question"|"summary"|"compare"|"similar"|"table"), `filters` ({categories, authors, year_min,
 year_max}) and `k`. Any `model` name is accepted (clients often send their default); responses
 name "paper-assistant".
 

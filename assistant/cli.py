@@ -213,7 +213,7 @@ def stats(store: StoreOpt = None, chroma_url: ChromaOpt = None,
         out.print(f"{key:12s} {value}", highlight=False)
 
 
-ModeOpt = Annotated[Optional[str], typer.Option("--mode", help="question, summary or compare (default: detected).")]
+ModeOpt = Annotated[Optional[str], typer.Option("--mode", help="question, summary, compare, similar (more like a paper) or table (a literature table; with --json its rows) (default: detected).")]
 
 
 def _print_answer(answer, streamed: bool) -> None:

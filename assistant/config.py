@@ -98,6 +98,16 @@ class Settings(BaseSettings):
     # several chunks of one paper can fill it, so it is kept well above k
     similar_candidates: int = 50
 
+    # -- literature tables ("make a table of the papers on X: method, data"; answer/table.py)
+    table_max: int = 12  # rows: more papers than fit a screen-wide table are a summary's job
+    table_cell_words: int = 20  # a cell is a phrase, not the abstract; longer sentences are cut to a clause
+    # a cell's score: cosine (MiniLM) between an abstract sentence and the aspect's description,
+    # plus table_cue_bonus when the sentence has the aspect's cue words ("dataset", "we propose");
+    # below table_min_score the cell is "—": an abstract that never mentions data should say so,
+    # not quote its best guess (0.3: papers without experiments get "—" for data on the seed corpus)
+    table_min_score: float = 0.3
+    table_cue_bonus: float = 0.25  # cue words are firmer evidence than MiniLM's cosine here
+
     # -- eval: known-item search on the user's own corpus (assistant/evaluate.py)
     eval_sample: int = 100  # papers asked for
     eval_seed: int = 0  # same seed, same papers and queries: runs are comparable

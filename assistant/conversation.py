@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 from .types import Answer, Filters, Turn
 
-MODES = ("auto", "question", "summary", "compare")
+MODES = ("auto", "question", "summary", "compare", "similar", "table")
 TEXT_PARTS = (None, "text", "input_text")
 
 
@@ -118,7 +118,7 @@ def extend(history: Sequence[Turn], message: str, answer: Answer) -> list[Turn]:
 
 
 def parse_mode(mode: Optional[str]) -> Optional[str]:
-    """None for "auto" (the engine detects question, summary or compare)."""
+    """None for "auto" (the engine detects the intent)."""
     if mode in (None, "", "auto"):
         return None
     if mode not in MODES:

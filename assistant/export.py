@@ -1,16 +1,20 @@
-"""BibTeX export of cited papers: what the page's "Export cited papers" button downloads.
+"""Exports: BibTeX of cited papers (the page's "Export cited papers" button) and a literature
+table as CSV (the page's "Download table (CSV)" button).
 
     bibtex_entries(citations) -> str     @misc entries, one per paper, with unique keys
+    table_csv(table) -> str              one row per paper: number, paper id, title, one column per aspect
 
 The entries parse back through the corpus reader (assistant/corpus/bibtex.py).
 """
 from __future__ import annotations
 
+import csv
+import io
 import re
 import unicodedata
 from typing import Iterable
 
-from .types import Citation
+from .types import Citation, LiteratureTable
 
 
 def _ascii_word(text: str) -> str:
@@ -84,3 +88,14 @@ def bibtex_entries(citations: Iterable[Citation]) -> str:
         body = ",\n".join(f"  {name} = {{{value}}}" for name, value in bibtex_fields(c))
         entries.append(f"@misc{{{key},\n{body}\n}}\n")
     return "\n".join(entries)
+
+
+def table_csv(table: LiteratureTable) -> str:
+    """The table as CSV (RFC 4180 quoting, so commas and quotes inside quoted phrases survive):
+    a header of number, paper_id, title and the aspects, then one line per paper."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["number", "paper_id", "title", *table.aspects])
+    for row in table.rows:
+        writer.writerow([row.number, row.paper_id, row.title, *row.cells])
+    return out.getvalue()

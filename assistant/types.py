@@ -9,7 +9,9 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, Field
 
-Intent = Literal["question", "summary", "compare"]
+Intent = Literal["question", "summary", "compare", "similar", "table"]
+# similar: "more like the second one", the nearest papers to one paper (assistant/similar.py)
+# table: "make a table of the papers on X: method, data", one row of extracted phrases per paper
 
 
 class Paper(BaseModel):
@@ -122,6 +124,26 @@ class Turn(BaseModel):
     refused: bool = False
 
 
+class TableRow(BaseModel):
+    """One paper of a literature table: its citation number and one cell per aspect."""
+
+    number: int  # the paper's [n] in the answer
+    paper_id: str
+    title: str
+    cells: list[str]  # verbatim phrases from the abstract, "—" when none fits the aspect
+
+
+class LiteratureTable(BaseModel):
+    """A literature table ("method, data, main result" per paper), extracted from abstracts."""
+
+    topic: str
+    aspects: list[str]  # the column names, as the user wrote them
+    rows: list[TableRow] = Field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return self.model_dump()
+
+
 class Answer(BaseModel):
     answer: str
     intent: Intent
@@ -137,8 +159,10 @@ class Answer(BaseModel):
     # the papers this answer put in front of the user, in order: its citations by number, or
     # for a refusal the closest papers it offered (what "the first one" refers to next)
     presented: list[str] = Field(default_factory=list)
+    table: Optional[LiteratureTable] = None  # the rows of a literature table (intent "table")
 
     def to_json(self) -> dict:
+        extra = {"table": self.table.to_json()} if self.table is not None else {}
         return {
             "answer": self.answer,
             "intent": self.intent,
@@ -152,6 +176,7 @@ class Answer(BaseModel):
             "unsupported_claims": self.unsupported_claims,
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "presented": self.presented,
+            **extra,
         }
 
     def as_turn(self) -> Turn:

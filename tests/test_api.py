@@ -223,3 +223,20 @@ def test_no_key_configured_means_open_api_on_loopback(pa):
     app.include_router(create_router(pa))
     with TestClient(app) as tc:
         assert tc.get("/v1/models").status_code == 200
+
+
+def test_v1_table_mode_and_more_like_a_cited_paper(client):
+    r = client.chat.completions.create(
+        model=MODEL_ID, messages=[{"role": "user", "content": "causal inference: method, data"}],
+        extra_body={"mode": "table"})
+    content, data = r.choices[0].message.content, r.to_dict()
+    assert "| Paper | Method | Data |" in content and "[1]" in content
+    assert all(c["category"] == CAUSALITY for c in data["citations"])
+    # a follow-up "more like the second one" resolves against the table's rows
+    r2 = client.chat.completions.create(model=MODEL_ID, messages=[
+        {"role": "user", "content": "causal inference: method, data"},
+        {"role": "assistant", "content": content, "citations": data["citations"]},
+        {"role": "user", "content": "more like the second one"}])
+    cites = r2.to_dict()["citations"]
+    assert cites[0]["paper_id"] == data["citations"][1]["paper_id"] and len(cites) > 1
+    assert "Papers closest in meaning" in r2.choices[0].message.content

@@ -150,3 +150,75 @@ def test_compare_targets(message, targets):
 ])
 def test_multi_part_questions_split(message, parts):
     assert split_parts(message) == parts
+
+
+# ---------------------------------------------------------------- more like this, literature tables
+from assistant.answer.query import (asks_previous_papers, paper_id_in, similar_target,  # noqa: E402
+                                    table_request)
+
+
+@pytest.mark.parametrize("message,intent", [
+    ("more like the second one", "similar"),
+    ("Papers similar to the first one?", "similar"),
+    ("anything else like it?", "similar"),
+    ("More like Top-W", "similar"),
+    ("More like this: id h6a909e7d1eee", "similar"),
+    ("Make a table of the papers on causal inference: method, data, main result", "table"),
+    ("make a table of the papers you cited", "table"),
+    ("Tabulate them: method, result", "table"),
+    ("Give me a literature table for federated learning", "table"),
+    # not these: "like" as a verb, a comparison, a summary
+    ("I would like a summary of causal inference", "summary"),
+    ("Compare Top-W with Verbalized Sampling", "compare"),
+    ("Which paper studies backdoor attacks?", "question"),
+])
+def test_similar_and_table_requests(message, intent):
+    assert detect_intent(message) == intent
+
+
+def test_more_like_resolves_references_like_other_follow_ups():
+    q = parse("more like the second one", SUMMARY)
+    assert q.intent == "similar" and q.references == ["B"]
+    q = parse("anything else like it?", convo(["Y"]))
+    assert q.intent == "similar" and q.references == ["Y"]
+    assert parse("more like the fifth one", SUMMARY).unresolved
+
+
+@pytest.mark.parametrize("message,target", [
+    ("More like Top-W", "Top-W"),
+    ("papers similar to Verbalized Sampling?", "Verbalized Sampling"),
+    ("anything else like this?", ""),
+    ("more like that one", ""),
+])
+def test_similar_target_is_the_name_after_the_phrase(message, target):
+    assert similar_target(message) == target
+
+
+def test_paper_id_in_the_card_buttons_message():
+    assert paper_id_in("More like this: id h6a909e7d1eee") == "h6a909e7d1eee"
+    assert paper_id_in("more like the second one") == ""
+
+
+@pytest.mark.parametrize("message,topic,aspects", [
+    ("Make a table of the papers on causal inference: method, data, main result",
+     "causal inference", ["method", "data", "main result"]),
+    ("Make a literature table for federated learning", "federated learning",
+     ["problem", "method", "data", "result"]),
+    ("Make a table of Top-W and Verbalized Sampling: method; result", "Top-W and Verbalized Sampling",
+     ["method", "result"]),
+])
+def test_table_request_topic_and_aspects(message, topic, aspects):
+    assert table_request(message) == (topic, aspects)
+
+
+@pytest.mark.parametrize("message,previous", [
+    ("make a table of the papers you cited: method, data", True),
+    ("Tabulate them", True),
+    ("Make a table of the papers on causal inference: method", False),
+])
+def test_a_table_of_the_papers_already_shown(message, previous):
+    assert asks_previous_papers(message) is previous
+
+
+def test_mode_table_forces_the_intent():
+    assert parse("causal inference: method, data", [], mode="table").intent == "table"

@@ -77,3 +77,101 @@ def test_cli_similar_json_and_text(seed_assistant):
     assert text.exit_code == 0 and text.stdout.startswith("1. ")
     missing = runner.invoke(app, ["similar", "nope", "--store", store])
     assert missing.exit_code == 2
+
+
+# ---------------------------------------------------------------- "more like this" as a conversation turn
+from assistant import Filters, PaperAssistant, Turn  # noqa: E402
+from assistant.ui.render import more_like_message, source_card  # noqa: E402
+
+
+@pytest.fixture()
+def pa(seed_assistant):
+    fresh = PaperAssistant(seed_assistant.settings)
+    fresh._store = seed_assistant.store
+    return fresh
+
+
+def after(pa, question, **kw):
+    answer = pa.ask(question, **kw)
+    return answer, [Turn(role="user", content=question), answer.as_turn()]
+
+
+def assert_lists_neighbours_of(pa, answer, source_id):
+    """The source paper cited first, then its nearest papers in order, each cited on a line
+    with its linking sentence (the citation's evidence)."""
+    assert answer.intent == "similar" and not answer.abstained
+    expected = pa.similar(source_id)
+    ids = [c.paper_id for c in answer.citations]
+    assert ids[0] == source_id and ids[1:] == [r.paper.paper_id for r in expected]
+    lines = [line for line in answer.answer.splitlines() if line[:1].isdigit()]
+    for line, r, c in zip(lines, expected, answer.citations[1:]):
+        assert line.endswith(f"[{c.number}]") and r.link[:60] in line
+        assert c.evidence == r.link
+
+
+def test_more_like_the_second_one_after_a_summary(pa):
+    summary, history = after(pa, "Summarize the papers on causal inference.")
+    second = summary.citations[1].paper_id
+    answer = pa.ask("more like the second one", history)
+    assert_lists_neighbours_of(pa, answer, second)
+    assert "[1]" in answer.answer.splitlines()[0]  # the paper it is similar to, cited as such
+
+
+def test_anything_else_like_it_after_a_one_paper_answer(pa):
+    first, history = after(pa, "Which paper is about Kolmogorov-Arnold Networks?")
+    assert len(first.citations) == 1
+    answer = pa.ask("anything else like it?", history)
+    assert_lists_neighbours_of(pa, answer, first.citations[0].paper_id)
+
+
+def test_more_like_a_named_paper(pa):
+    answer = pa.ask("More like Top-W")
+    assert answer.citations[0].title.startswith("Top-W")
+    assert_lists_neighbours_of(pa, answer, answer.citations[0].paper_id)
+
+
+@pytest.mark.parametrize("message", ["more like this", "anything else like that?",
+                                     "more like quantum teleportation"])
+def test_no_paper_to_be_similar_to_asks_which_and_cites_nothing(pa, message):
+    answer = pa.ask(message)
+    assert answer.intent == "similar" and answer.abstained
+    assert answer.citations == [] and "[1]" not in answer.answer
+    assert "which paper" in answer.answer.lower() or "found no paper" in answer.answer
+
+
+def test_more_like_them_asks_which_one_and_offers_them(pa):
+    summary, history = after(pa, "Summarize the papers on causal inference.")
+    answer = pa.ask("more like them", history)
+    assert answer.abstained and answer.citations == [] and "Which paper" in answer.answer
+    assert answer.presented == [c.paper_id for c in summary.citations]  # "the first one" next
+
+
+def test_more_like_a_paper_past_the_list_is_unresolved(pa):
+    _, history = after(pa, "Compare Top-W with Verbalized Sampling")
+    answer = pa.ask("more like the fifth one", history)
+    assert answer.abstained and answer.citations == [] and "can't tell which paper" in answer.answer
+
+
+def test_filters_keep_only_allowed_neighbours(pa):
+    answer = pa.ask("More like Top-W", filters=Filters(categories=["General Machine Learning"]))
+    assert answer.citations[1:] and all(c.category == CAUSALITY for c in answer.citations[1:])
+
+
+def test_the_source_cards_more_like_this_button_asks_for_that_paper(pa):
+    from assistant.types import Citation
+
+    card = source_card(3, Citation.from_paper(1, pa.store.paper(CAUSAL_FL)))
+    assert f'data-more="{more_like_message(CAUSAL_FL)}"' in card and "More like this" in card
+    # a card of an earlier answer: the id, not a number, says which paper
+    _, history = after(pa, "Compare Top-W with Verbalized Sampling")
+    answer = pa.ask(more_like_message(CAUSAL_FL), history)
+    assert_lists_neighbours_of(pa, answer, CAUSAL_FL)
+
+
+def test_cli_ask_mode_similar(seed_assistant):
+    store = str(seed_assistant.settings.store_dir)
+    res = CliRunner().invoke(app, ["ask", "Which paper is about Kolmogorov-Arnold Networks?",
+                                   "more like it", "--json", "--backend", "none", "--store", store])
+    assert res.exit_code == 0, res.output
+    last = json.loads(res.stdout.strip().splitlines()[-1])
+    assert last["intent"] == "similar" and len(last["citations"]) == 1 + seed_assistant.settings.similar_k

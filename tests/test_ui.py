@@ -251,3 +251,26 @@ def test_corpus_upload_good_file_then_bad_file(page, tmp_path):
     assert re.search(r"broken\.jsonl:2: ", message), message
     assert "Nothing from this file was added" in message
     assert _papers_shown(page) == before + 2  # unchanged by the bad file
+
+
+@pytest.mark.browser
+def test_page_table_downloads_as_csv_and_cards_ask_for_more_like_this(page):
+    ask(page, "Make a table of the papers on causal inference: method, data")
+    table = page.locator("#pa-chat [data-testid='bot']").last.locator("table")
+    assert table.count() == 1 and "Method" in table.inner_text()
+    with page.expect_download() as dl:
+        page.click("#pa-table-csv")
+    rows = Path(dl.value.path()).read_text("utf-8").splitlines()
+    assert rows[0] == "number,paper_id,title,method,data" and len(rows) >= 3
+    # "More like this" on the second card sends the request for that paper as the next turn
+    card = page.locator("#pa-sources .latest .src-card").nth(1)
+    paper_id = card.get_attribute("data-paper-id")
+    n_before = page.locator("#pa-chat [data-testid='bot']").count()
+    card.locator("button.src-more").click()
+    page.wait_for_function(
+        "n => document.querySelectorAll('#pa-chat [data-testid=\"bot\"]').length > n", arg=n_before)
+    page.wait_for_selector("#pa-status:has-text('similar')")
+    assert f"id {paper_id}" in page.locator("#pa-chat [data-testid='user']").last.inner_text()
+    first = page.locator("#pa-sources .latest .src-card").first
+    assert first.get_attribute("data-paper-id") == paper_id
+    assert page.locator("#pa-sources .latest .src-card").count() >= 3

@@ -220,3 +220,44 @@ def only_one(source: Source, missing: list[str]) -> str:
     what = (" I found nothing for " + ", ".join(f"“{m}”" for m in missing) + ".") if missing else ""
     return (f"I can only find one side of this comparison in the collection, "
             f"*{short_name(source.paper)}* [{source.n}], so there is nothing to compare it with here.{what}")
+
+
+# ----------------------------------------------------------------------------- more like this
+def similar_listing(source: Source, neighbours: list[tuple[Source, float]]) -> str:
+    """The paper asked about, cited, then its nearest papers, nearest first, each cited with the
+    sentence of its abstract closest to the source paper (why it is listed)."""
+    head = (f"Papers closest in meaning to *{short_name(source.paper)}* [{source.n}], nearest "
+            f"first, each with its sentence closest to that paper:")
+    lines = [head, ""]
+    for i, (s, score) in enumerate(neighbours, 1):
+        link = shorten(s.sentences[0], 40) if s.sentences else ""
+        lines.append(f"{i}. *{short_name(s.paper)}* (similarity {score:.2f}): “{link}” [{s.n}]")
+    if not neighbours:
+        lines.append("No other paper in this collection is close to it.")
+    return "\n".join(lines)
+
+
+def which_paper(shown: list[Paper], named: str = "") -> str:
+    """A "more like …" that points at no single paper: ask which, cite nothing."""
+    if named:
+        text = (f"I found no paper in this collection named or about “{shorten(named, 12)}”, so I "
+                f"can't look for papers like it.")
+    else:
+        text = ("Which paper should I find similar papers to? Name it, or point at one "
+                "(“more like the first one”, “more like Top-W”).")
+    if shown:
+        text += "\n\n" + closest_list(shown, "My last answer showed:")
+    return text
+
+
+# ----------------------------------------------------------------------------- literature tables
+def table_intro(topic: str, rows: int, matching: int, collection: int) -> str:
+    """How many papers the table covers, and what its cells are."""
+    if topic and matching:
+        more = f"; the {rows} most relevant are below" if matching > rows else ""
+        lead = (f"{matching} of the {collection} papers in this collection are about "
+                f"*{shorten(topic, 12)}*{more}.")
+    else:
+        lead = f"A table of the {rows} paper{'s' * (rows != 1)}."
+    return (lead + " Each cell quotes the paper's abstract; “—” means the abstract says nothing "
+            "close to that column.")

@@ -134,7 +134,18 @@ class AnswerEngine:
             retrieved=plan.retrieved, abstained=plan.abstain, backend=self.settings.llm_backend,
             query=plan.query, notices=plan.notices, removed_citations=grounded.removed_markers,
             unsupported_claims=grounded.unsupported, timings=turn.timings, presented=presented,
+            table=self._table(turn),
         )
+
+    @staticmethod
+    def _table(turn: "_Turn"):
+        """A literature table's rows, numbered as the shown text numbers them."""
+        table = turn.plan.table
+        if table is None or turn.plan.abstain:
+            return None
+        shown = {n: i for i, n in enumerate(turn.numbering.order, 1)}
+        rows = [r.model_copy(update={"number": shown[r.number]}) for r in table.rows if r.number in shown]
+        return table.model_copy(update={"rows": rows})
 
     @staticmethod
     def _citations(turn: "_Turn") -> list[Citation]:

@@ -8,16 +8,17 @@ writes prose over the papers chosen, which grounding then checks.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
 from ..config import Settings
 from ..retrieve import Retriever
 from ..text import distinctive_tokens, normalise, terms
-from ..types import Filters, Hit, Intent, Paper, Turn
+from ..types import Filters, Hit, Intent, LiteratureTable, Paper, TableRow, Turn
 from . import compose
 from .ground import SentenceEmbeddings, Source, evidence_for
-from .query import Query, parse
+from .query import (Query, asks_previous_papers, paper_id_in, parse, shown_lists, similar_target,
+                    table_request)
 from .relevance import Judge, Judged, authors_named
 from .themes import Theme, themes
 
@@ -41,6 +42,7 @@ class TurnPlan:
     offered: list[Paper] = field(default_factory=list)  # a refusal's closest papers, as choices
     notices: list[str] = field(default_factory=list)
     max_tokens: int = 160  # prose is a few sentences; a bound keeps the whole answer quick
+    table: Optional[LiteratureTable] = None  # a literature table's rows (numbered by source n)
 
 
 class Planner:
@@ -62,6 +64,10 @@ class Planner:
             return self._unresolved(q, history)
         if q.after_refusal and q.reference in ("it", "all", "both"):
             return self._offer(q, focus)
+        if q.intent == "similar":  # more like this (below)
+            return self._similar(q, history, focus, filters)
+        if q.intent == "table":  # literature tables (below)
+            return self._table(q, history, focus, filters, k)
         if q.intent == "compare":
             return self._compare(q, focus, filters)
         if q.intent == "summary":
@@ -245,6 +251,123 @@ class Planner:
         paper = self.store.paper(paper_id)
         return f"{paper.title} {paper.category or ''} {paper.abstract}" if paper else ""
 
+    # ------------------------------------------------------------------ more like this
+    def _similar(self, q: Query, history: list[Turn], focus: list[Paper], filters) -> TurnPlan:
+        """The paper the message points at, cited, and its nearest papers with their links."""
+        plan = TurnPlan("similar", q.message)
+        source, named = self._similar_source(q, history, focus, filters)
+        if source is None:
+            plan.abstain = True
+            plan.offered = focus if len(focus) > 1 else self._last_shown(history)
+            plan.prefix = compose.which_paper(plan.offered, named)
+            return plan
+        found = self._neighbours(source, filters)
+        plan.sources = [Source(1, source, safe_first(source))] + [
+            Source(i + 2, r.paper, [r.link]) for i, r in enumerate(found)]
+        plan.retrieved = [as_hit(source)] + [Hit(paper=r.paper, score=r.score, snippet=r.link) for r in found]
+        scored = [(s, r.score) for s, r in zip(plan.sources[1:], found)]
+        plan.prefix = compose.similar_listing(plan.sources[0], scored)
+        return plan
+
+    def _similar_source(self, q: Query, history: list[Turn], focus: list[Paper],
+                        filters) -> tuple[Optional[Paper], str]:
+        """(the one paper a "more like …" means, or None; the name it gave that found nothing).
+        An explicit id, else the reference ("the second one", "it"), else a name ("Top-W"),
+        else the last answer's paper when it showed exactly one ("more like this")."""
+        by_id = self.store.paper(paper_id_in(q.message)) if paper_id_in(q.message) else None
+        if by_id is not None:
+            return by_id, ""
+        if focus:
+            return (focus[0], "") if len(focus) == 1 else (None, "")
+        target = similar_target(q.message)
+        if not target:
+            shown = self._last_shown(history)
+            return (shown[0], "") if len(shown) == 1 else (None, "")
+        titled = [p for p in self.store.papers().values() if names_title(target, p)]
+        if titled:
+            return titled[0], ""
+        found, _ = self._resolve_side(target, [], filters)
+        return found, "" if found else target
+
+    def _neighbours(self, source: Paper, filters):
+        """The nearest papers to `source`; with filters, the nearest the filters allow."""
+        from ..similar import find_similar
+
+        k, allowed = self.settings.similar_k, self.store.allowed_papers(filters)
+        want = k if allowed is None else k * 4  # room for the neighbours the filters drop
+        found = find_similar(self.store, self.embed, source.paper_id, want, self.settings.similar_candidates)
+        return [r for r in found if allowed is None or r.paper.paper_id in allowed][:k]
+
+    def _last_shown(self, history: list[Turn]) -> list[Paper]:
+        turns = shown_lists(history)
+        ids = turns[0].paper_ids if turns else []
+        return [p for p in (self.store.paper(i) for i in ids) if p is not None]
+
+    # ------------------------------------------------------------------ literature tables
+    def _table(self, q: Query, history: list[Turn], focus: list[Paper], filters, k) -> TurnPlan:
+        """One row per paper (the papers referred to, named, or about the topic), one cell per
+        aspect, each cell quoted from the paper's abstract."""
+        from .table import table_cells, table_markdown
+
+        topic, aspects = table_request(q.message)
+        plan = TurnPlan("table", topic or q.message)
+        papers, matching = self._table_papers(q, topic, history, focus, filters, k, plan)
+        if not papers:
+            if plan.abstain:
+                return plan
+            return self._refuse(plan, replace(q, intent="summary", topic=topic or q.message), [], filters)
+        papers = papers[: self.settings.table_max]
+        rows, plan.sources = [], []
+        for i, p in enumerate(papers, 1):
+            cells = table_cells(p, aspects, self.embed, self.settings.table_min_score,
+                                self.settings.table_cell_words, self.settings.table_cue_bonus)
+            quoted = [c.sentence for c in cells if c.sentence] or safe_first(p)
+            plan.sources.append(Source(i, p, list(dict.fromkeys(quoted))))
+            rows.append(TableRow(number=i, paper_id=p.paper_id, title=p.title, cells=[c.text for c in cells]))
+        plan.table = LiteratureTable(topic=topic if matching else "", aspects=aspects, rows=rows)
+        names = {p.paper_id: compose.short_name(p) for p in papers}
+        plan.prefix = (compose.table_intro(topic if matching else "", len(rows), matching,
+                                           len(self.store.papers()))
+                       + "\n\n" + table_markdown(plan.table, names))
+        return plan
+
+    def _table_papers(self, q: Query, topic: str, history: list[Turn], focus: list[Paper], filters,
+                      k, plan: TurnPlan) -> tuple[list[Paper], int]:
+        """(papers, how many match the topic: 0 when they were referred to or named). The same
+        relevance path as a summary when the table is about a topic."""
+        if focus:
+            plan.retrieved = [as_hit(p) for p in focus]
+            return list(focus), 0
+        if asks_previous_papers(q.message) or not topic:
+            shown = self._last_shown(history)
+            if not shown:
+                plan.abstain = True
+                plan.prefix = compose.choices([]) if asks_previous_papers(q.message) else (
+                    "Which papers should the table cover? Name a topic (“Make a table of the papers "
+                    "on causal inference: method, data”) or the papers.")
+            plan.retrieved = [as_hit(p) for p in shown]
+            return shown, 0
+        named = self._named_papers(topic)
+        if named:
+            plan.retrieved = [as_hit(p) for p in named]
+            return named, 0
+        hits, judged = self._judged(topic, filters, max(k or 0, self.policy.summary_candidates), topic=True)
+        plan.retrieved = hits
+        relevant = self.judge.relevant(judged)
+        if not relevant:
+            self._refuse(plan, replace(q, intent="summary", topic=topic), judged, filters)
+        return [j.paper for j in relevant], len(relevant)
+
+    def _named_papers(self, topic: str) -> list[Paper]:
+        """"Top-W, Verbalized Sampling and DualGraph": the papers whose titles the sides name,
+        when every side names one (else the topic is a topic)."""
+        sides = [s for s in re.split(r"\s*(?:,|;|&|\band\b)\s*", topic) if s.strip()]
+        papers = list(self.store.papers().values())
+        found = [next((p for p in papers if names_title(side, p)), None) for side in sides]
+        if not sides or not all(found):
+            return []
+        return list({p.paper_id: p for p in found}.values())
+
 
 def as_hit(paper: Paper) -> Hit:
     return Hit(paper=paper, score=1.0, snippet=paper.abstract[:300])
@@ -275,3 +398,24 @@ def new_terms(topic: str, papers: list[Paper]) -> bool:
 
 def previous_user_message(history: list[Turn]) -> str:
     return next((t.content for t in reversed(history) if t.role == "user"), "")
+
+
+def safe_first(paper: Paper) -> list[str]:
+    """The abstract's first sentence: a cited paper's evidence when nothing more specific is."""
+    from .ground import safe_sentences
+
+    return safe_sentences(paper)[:1] or [paper.abstract]
+
+
+def names_title(name: str, paper: Paper) -> bool:
+    """Does `name` name this paper: its title, the head of its title ("Verbalized Sampling" for
+    "Verbalized Sampling (VS): simple, …") or a distinctive token of its title ("DualGraph")?
+    Stricter than `title_names`: a label derived from an abstract often starts with a topic
+    ("Causal inference typically assumes …"), and a topic is not a name."""
+    t = " ".join(normalise(name).split())
+    title = " ".join(normalise(paper.title).split())
+    head = re.split(r"[:—–(]| - ", paper.title)[0]
+    if t and t in (title, " ".join(normalise(head).split())):
+        return True
+    tokens = distinctive_tokens(name)
+    return bool(tokens) and all(normalise(tok) in title.split() for tok in tokens)

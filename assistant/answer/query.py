@@ -94,6 +94,9 @@ PART_SPLIT_RE = re.compile(
     r"by how much|does|do|did|is|are|was|were|can|could)\b)", re.I)
 
 
+MODES = ("question", "summary", "compare", "similar", "table")
+
+
 @dataclass
 class Query:
     message: str
@@ -109,6 +112,9 @@ class Query:
 
 
 def detect_intent(message: str) -> Intent:
+    extra = detect_new_intent(message)  # "more like this", "make a table of …" (below)
+    if extra:
+        return extra
     if COMPARE_RE.search(message):
         return "compare"
     if SUMMARY_RE.search(message):
@@ -250,7 +256,7 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     """The typed query of one message in its conversation. `describe(paper_id)` gives a paper's
     text, for references by description ("the causal papers you mentioned")."""
     message = message.strip()
-    intent: Intent = mode if mode in ("question", "summary", "compare") else detect_intent(message)
+    intent: Intent = mode if mode in MODES else detect_intent(message)
     refs = find_references(message, history, describe)
     q = Query(message, intent, topic_of(message) if intent == "summary" else question_core(message),
               asks_authors=bool(AUTHORS_RE.search(message)), parts=split_parts(message))
@@ -314,3 +320,79 @@ def described_sides(body: str) -> list[str]:
                      r"approach|study|article)s?\s+(?:that|which|who|where|on|about|proposing|introducing)\b)",
                      body.strip(), flags=re.I)
     return [DESCRIPTION_RE.sub("", s).strip(" ,;") for s in sides if s.strip()]
+
+
+# ----------------------------------------------------------------------------- more like this
+# "more like the second one", "papers similar to it", "anything else like Top-W?",
+# "closest papers to [2]". Only phrases that ask for neighbours of something: a question that
+# merely uses "like" as a verb ("I'd like a summary") has no noun before it.
+SIMILAR_RE = re.compile(
+    r"\bmore\s+like\b|"
+    r"\b(?:papers?|works?|anything|something|others?|ones|studies|articles?)\s+(?:else\s+)?"
+    r"(?:similar\s+to|like)\b|"
+    r"\bsimilar\s+(?:papers?|works?|ones|studies|articles?)\b|"
+    r"\b(?:nearest|closest)\s+(?:papers?|neighbou?rs?)\s+(?:to|of)\b|\bneighbou?rs\s+of\b", re.I)
+# what may follow the phrase without naming a paper: "more like this?", "… like that one"
+DEICTIC = {"this", "that", "it", "one", "paper", "the", "a", "these", "those", "please", "else",
+           "in", "collection", "here", "there", "to", "of", "any", "papers", "work", "ones"}
+PAPER_ID_RE = re.compile(r"\bid[:=]?\s*([A-Za-z0-9][\w.:/-]{2,})", re.I)
+
+# ----------------------------------------------------------------------------- literature tables
+# "Make a table of the papers on X: method, data, main result", "tabulate them", "a literature
+# table for …". "Compare A and B in a table" stays a comparison (it has its own table).
+TABLE_RE = re.compile(
+    r"\b(?:make|build|create|give|produce|draw|generate|show|prepare|put)\b[^.?!:]{0,30}?\btable\b|"
+    r"\btable\s+(?:of|for|on|about|with)\b|\bliterature\s+table\b|\btabulate\b", re.I)
+TABLE_LEAD_RE = re.compile(r"^\W*(?:of|for|on|about|with|covering|listing|comparing)\b", re.I)
+ASPECT_SPLIT_RE = re.compile(r"\s*(?:,|;|/|\||\band\b|&)\s*", re.I)
+DEFAULT_ASPECTS = ["problem", "method", "data", "result"]
+# "the papers you cited", "those": the papers of the last answer, not a topic
+PREVIOUS_PAPERS_RE = re.compile(
+    rf"\b(?:papers?|ones|works?|studies)\s+{MENTIONED}\b|"
+    r"^\W*(?:them|these|those|these papers|those papers|the above)\W*$", re.I)
+
+
+def detect_new_intent(message: str) -> Optional[Intent]:
+    """"similar" or "table" when the message asks for one, else None."""
+    if SIMILAR_RE.search(message):
+        return "similar"
+    if TABLE_RE.search(message):
+        return "table"
+    return None
+
+
+def similar_target(message: str) -> str:
+    """What a "more like …" message names after the phrase ("more like Top-W?" → "Top-W"), ""
+    when it names nothing ("anything else like this?")."""
+    m = SIMILAR_RE.search(message)
+    rest = message[m.end():] if m else message
+    rest = re.sub(r"^\s*(?:to|of)\b", "", rest).strip(" ?!.,;:\"'“”")
+    if not rest or all(_bare(w) in DEICTIC for w in rest.split()):
+        return ""
+    return rest
+
+
+def paper_id_in(message: str) -> str:
+    """An explicit paper id ("more like id: h6a909e7d1eee", what the page's button sends)."""
+    m = PAPER_ID_RE.search(message)
+    return m.group(1).rstrip(".,;:?!") if m else ""
+
+
+def table_request(message: str) -> tuple[str, list[str]]:
+    """(what the table is about, its aspects): "Make a table of the papers on causal inference:
+    method, data" → ("causal inference", ["method", "data"]); aspects default to
+    problem, method, data, result."""
+    head, _, tail = message.partition(":")
+    aspects = [a.strip(" .?!\"'“”").strip() for a in ASPECT_SPLIT_RE.split(tail)] if tail else []
+    aspects = [a for a in dict.fromkeys(aspects) if a and len(a.split()) <= 6]
+    m = TABLE_RE.search(head)
+    about = TABLE_LEAD_RE.sub("", head[m.end():] if m else head).strip()
+    return (topic_of(about) if about else ""), aspects or list(DEFAULT_ASPECTS)
+
+
+def asks_previous_papers(message: str) -> bool:
+    """"the papers you cited", "them": the table is of the last answer's papers."""
+    head = message.partition(":")[0]
+    m = TABLE_RE.search(head)
+    about = TABLE_LEAD_RE.sub("", head[m.end():] if m else head)
+    return bool(PREVIOUS_PAPERS_RE.search(about))

@@ -112,6 +112,9 @@ def _chat_column(page: Page) -> None:
         page.new = gr.Button("New conversation", size="sm", elem_id="pa-new")
         page.bib = gr.DownloadButton("Export cited papers (BibTeX)", size="sm", interactive=False,
                                      elem_id="pa-bib")
+        # the latest answer's literature table ("Make a table of the papers on X: method, data")
+        page.table_csv = gr.DownloadButton("Download table (CSV)", size="sm", interactive=False,
+                                           elem_id="pa-table-csv")
     with gr.Accordion("Copy the last answer as Markdown (with references)", open=False):
         page.copy_md = gr.Textbox("", lines=8, max_lines=18, buttons=["copy"], show_label=False,
                                   interactive=False, placeholder="Ask something first.",
@@ -123,7 +126,7 @@ def _sources_column(page: Page, facets: dict, default_k: int) -> None:
     page.sources = gr.HTML(sources_panel([]), elem_id="pa-sources", js_on_load=None)
     with gr.Accordion("Answer settings & filters", open=True):
         page.mode = gr.Radio(list(MODES), value="auto", elem_id="pa-mode",
-                             label="Mode (auto detects question, summary or compare)")
+                             label="Mode (auto detects question, summary, compare, similar or table)")
         page.k = gr.Slider(1, 20, value=default_k, step=1, label="Papers to use (k)",
                            elem_id="pa-k")
         with gr.Row():
@@ -169,7 +172,7 @@ def _wire(demo: gr.Blocks, page: Page, h: PageHandlers) -> None:
                      queue=False).then(**chat)
     for clear in (page.new.click, page.chatbot.clear):  # the chat's own bin icon starts afresh
         clear(h.reset, None, [page.chatbot, page.sources, page.status, page.session, page.copy_md,
-                              page.bib, page.msg], api_visibility="private", queue=False)
+                              page.bib, page.table_csv, page.msg], api_visibility="private", queue=False)
     page.upload_button.click(h.upload, [page.upload_file],
                              [page.stats, page.upload_status, *page.filters],
                              api_visibility="private", concurrency_limit=1,

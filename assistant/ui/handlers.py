@@ -23,7 +23,7 @@ import gradio as gr
 
 from .. import conversation
 from ..conversation import InputError
-from ..export import bibtex_entries
+from ..export import bibtex_entries, table_csv
 from ..render import answer_markdown, answer_payload
 from ..types import Answer, Hit
 from .render import (category_choices, esc, render_answer, safe_markdown, sources_panel, stats_html,
@@ -51,6 +51,7 @@ class Page:
     examples: list = field(default_factory=list)  # (button, question)
     new: Any = None
     bib: Any = None
+    table_csv: Any = None
     copy_md: Any = None
     sources: Any = None
     mode: Any = None
@@ -72,7 +73,7 @@ class Page:
     @property
     def chat_outputs(self) -> list:
         return [self.msg, self.chatbot, self.sources, self.status, self.session, self.copy_md,
-                self.bib]
+                self.bib, self.table_csv]
 
     @property
     def filters(self) -> list:
@@ -205,7 +206,21 @@ class PageHandlers:
                    "records": records, "messages": messages, "bib": bib}
         return {p.chatbot: messages, p.sources: sources_panel(records), p.status: turn.status(),
                 p.session: session, p.copy_md: answer_markdown(message, final),
-                p.bib: gr.update(value=bib, interactive=bool(bib))}
+                p.bib: gr.update(value=bib, interactive=bool(bib)),
+                p.table_csv: self._table_update(session, final)}
+
+    def _table_update(self, session: dict, final: Answer):
+        """The CSV of the latest answer's table; off when the latest answer has none."""
+        path = self._write_table(session, final)
+        return gr.update(value=path, interactive=bool(path))
+
+    def _write_table(self, session: dict, final: Answer) -> Optional[str]:
+        if final.table is None or not final.table.rows:
+            return None
+        path = self.bib_dir / session.get("sid", uuid.uuid4().hex) / "table.csv"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(table_csv(final.table), encoding="utf-8")
+        return str(path)
 
     def _write_bib(self, session: dict, records: list[dict]) -> Optional[str]:
         """Every paper cited in the conversation, as one .bib file per session (rewritten)."""
@@ -220,7 +235,8 @@ class PageHandlers:
     def reset(self) -> dict:
         p = self.page
         return {p.chatbot: [], p.sources: sources_panel([]), p.status: "", p.session: new_session(),
-                p.copy_md: "", p.bib: gr.update(value=None, interactive=False), p.msg: ""}
+                p.copy_md: "", p.bib: gr.update(value=None, interactive=False),
+                p.table_csv: gr.update(value=None, interactive=False), p.msg: ""}
 
     # ------------------------------------------------------------------ corpus
     def _facet_updates(self, f: dict) -> dict:

@@ -123,8 +123,21 @@ def source_card(turn: int, c: Citation, snippet: str = "") -> str:
         f'<div class="src-meta">{_meta_line(c.authors, c.category, c.year)}{extra}</div>'
         f'{_evidence_html(c.evidence, snippet)}'
         f'<div class="src-id">{esc(c.paper_id)}</div>'
+        f'{more_button(c.paper_id)}'
         f'</div>'
     )
+
+
+def more_like_message(paper_id: str) -> str:
+    """What the card's "More like this" button asks: by id, so it means this card's paper
+    whichever answer the card belongs to (a number would count through the latest answer)."""
+    return f"More like this: id {paper_id}"
+
+
+def more_button(paper_id: str) -> str:
+    """Sends `more_like_message` as the next chat message (static/markers.js)."""
+    return (f'<button type="button" class="src-more" data-more="{esc(more_like_message(paper_id))}" '
+            f'title="Papers closest in meaning to this one">More like this</button>')
 
 
 def found_list(hits: Sequence[Hit]) -> str:

@@ -19,3 +19,20 @@
     show(href.slice(href.indexOf('#') + 1));
   }, true);
 })();
+
+// "More like this" on a source card: send the card's request as the next chat message, exactly as
+// if it had been typed (the textbox's own input event, then the Send button).
+(function () {
+  document.addEventListener('click', function (ev) {
+    var b = ev.target && ev.target.closest ? ev.target.closest('button.src-more[data-more]') : null;
+    if (!b) return;
+    var box = document.querySelector('#pa-input textarea');
+    var send = document.getElementById('pa-send');
+    if (!box || !send) return;
+    ev.preventDefault(); ev.stopPropagation();
+    var setter = Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, 'value').set;
+    setter.call(box, b.getAttribute('data-more'));
+    box.dispatchEvent(new Event('input', {bubbles: true}));
+    setTimeout(function () { send.click(); }, 50);
+  }, true);
+})();
