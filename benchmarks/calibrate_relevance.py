@@ -193,12 +193,23 @@ def matrix(records: list[dict], features: list[str]) -> tuple[np.ndarray, np.nda
     return np.array(X, dtype=float), np.array(y)
 
 
-def fit(records: list[dict], features: list[str], c: float) -> RelevanceModel:
+def corpus_weights(records: list[dict]) -> np.ndarray:
+    """Per pair: 1 / (pairs of its corpus), so each corpus weighs the same in the fit; else
+    SciFact's thousands of claims decide how a 20-paper collection is judged."""
+    sizes: dict[str, int] = {}
+    for r in records:
+        sizes[r["item"].corpus] = sizes.get(r["item"].corpus, 0) + len(r["rows"])
+    w = np.array([1.0 / sizes[r["item"].corpus] for r in records for _ in r["rows"]])
+    return w * len(w) / w.sum()
+
+
+def fit(records: list[dict], features: list[str], c: float, balance: bool = False) -> RelevanceModel:
     from sklearn.linear_model import LogisticRegression
 
     X, y = matrix(records, features)
     mean, scale = X.mean(axis=0), X.std(axis=0) + 1e-9
-    lr = LogisticRegression(C=c, max_iter=2000).fit((X - mean) / scale, y)
+    weights = corpus_weights(records) if balance else None
+    lr = LogisticRegression(C=c, max_iter=2000).fit((X - mean) / scale, y, sample_weight=weights)
     return RelevanceModel(list(features), mean, scale, lr.coef_[0], float(lr.intercept_[0]), 0.5, {})
 
 
@@ -320,6 +331,7 @@ def main() -> int:
                     help="which out-of-corpus questions the threshold rule counts")
     ap.add_argument("--skip-loo", default="",
                     help="CORPUS:KIND pairs left out of the fit, e.g. scifact:loo")
+    ap.add_argument("--balance", action="store_true", help="weigh each corpus equally in the fit")
     ap.add_argument("--trees", action="store_true", help="gradient-boosted trees instead (to compare)")
     ap.add_argument("--features", default=",".join(FEATURES))
     ap.add_argument("--corpora", default="seed,arxiv_math,ml_conf,scifact")
@@ -340,7 +352,7 @@ def main() -> int:
     held = [r for r in records if r["item"].held_out()]
     skip = {tuple(x.split(":")) for x in args.skip_loo.split(",") if x}
     fit_on = [r for r in train if (r["item"].corpus, r["item"].kind) not in skip]
-    model = fit_trees(fit_on, features) if args.trees else fit(fit_on, features, args.c)
+    model = fit_trees(fit_on, features) if args.trees else fit(fit_on, features, args.c, args.balance)
     held_scored = scored(held, model)
     t = choose_threshold(held_scored, args.max_false, args.negatives.split(","))
     model.threshold = t
