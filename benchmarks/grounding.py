@@ -27,6 +27,7 @@ from corpora import ROOT, open_corpus, read_jsonl  # noqa: E402
 
 from assistant.answer.ground import split_answer  # noqa: E402
 from assistant.answer.markers import MARKER_RE, parse_markers  # noqa: E402
+from assistant.llm.errors import BackendError  # noqa: E402
 from assistant.text import stems  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "grounding"
@@ -52,14 +53,18 @@ def raw_prose(pa, question: str) -> tuple[object, str]:
     if plan.prompt is None or plan.abstain:
         return plan, ""
     llm = eng._get_llm([])
-    return plan, "".join(eng._stream_llm(llm, plan.prompt, plan.max_tokens))
+    try:
+        return plan, "".join(eng._stream_llm(llm, plan.prompt, plan.max_tokens))
+    except BackendError as exc:  # a slow or failing turn is skipped, not the whole run
+        print(f"  skipped ({type(exc).__name__})", flush=True)
+        return plan, ""
 
 
 def generate(args) -> None:
     OUT.mkdir(exist_ok=True)
     pairs, verdicts = [], []
     for corpus in ("seed", "ml_conf"):
-        pa = open_corpus(corpus, backend="local")
+        pa = open_corpus(corpus, backend="local", llm_timeout=600)
         for question in questions(corpus, args.per_corpus):
             plan, text = raw_prose(pa, question)
             by_n = {s.n: s for s in plan.sources}

@@ -135,6 +135,13 @@ def test_compare_keeps_named_sides_and_drops_references():
      ["unrolls the discriminator optimization", "treats the discriminator as an energy function"]),
     ("compare the one which uses spectral normalization and the one about unrolled optimization",
      ["uses spectral normalization", "unrolled optimization"]),
+    # described sides: participles, adjectives before "one", a shared context before a colon
+    ("Compare the two error-estimation papers for the Stokes equation: the one estimating the "
+     "global error and the goal-oriented one.",
+     ["estimating the global error (error-estimation for the Stokes equation)",
+      "goal-oriented (error-estimation for the Stokes equation)"]),
+    ("How does the spectral clustering paper (graph cuts) differ from the one on random walks?",
+     ["spectral clustering (graph cuts)", "random walks"]),
 ])
 def test_compare_targets(message, targets):
     assert compare_targets(message) == targets

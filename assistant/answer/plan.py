@@ -143,7 +143,10 @@ class Planner:
         plan = TurnPlan("compare", q.message)
         papers, missing = list(focus), []
         for target in q.targets:
-            if any(names_paper(target, p) for p in papers):
+            # a side naming a paper the conversation already points at is that paper; sides of
+            # this message may share a name ("the geometric Littlewood-Offord paper" vs "the
+            # polynomial Littlewood-Offord problem") and are each resolved on their own
+            if any(names_paper(target, p) for p in focus):
                 continue
             found, hits = self._resolve_side(target, papers, filters)
             plan.retrieved.extend(h for h in hits if h not in plan.retrieved)

@@ -285,9 +285,16 @@ SPLIT_TARGETS_RE = re.compile(
 # a clause after the names says how to compare, not what: "... as views on LLM failure modes"
 TRAILING_CLAUSE_RE = re.compile(
     r"\s+(?:as|in terms of|with respect to|regarding|for|on how|when it comes to|on|in)\s+.*$", re.I)
-# "the paper that unrolls ...", "the one which treats ...": a description, kept whole
-DESCRIPTION_RE = re.compile(r"^(?:the\s+)?(?:paper|one|work|method|approach|study|article)s?\s+"
-                            r"(?:that|which|who|where|on|about|proposing|introducing)\s+", re.I)
+SIDE_NOUN = r"(?:one|paper|work|method|approach|study|article)s?"
+# a side described rather than named: "the paper that unrolls …", "the one estimating the
+# global error", "the goal-oriented one", "the geometric Littlewood-Offord paper (…)"
+SIDE_START = rf"the\s+(?:[\w'()-]+\s+){{0,5}}?{SIDE_NOUN}\b"
+DESCRIPTION_RE = re.compile(rf"^{SIDE_START}", re.I)
+SIDE_SPLIT_RE = re.compile(rf"\s*[,;]?\s+(?:with|and|to|versus|vs\.?|against|(?:differs?|different)\s+from|from)"
+                           rf"\s+(?={SIDE_START})", re.I)
+SIDE_SCAFFOLD_RE = re.compile(rf"^the\s+|\b{SIDE_NOUN}\b|\b(?:that|which|who|where|on|about)\b", re.I)
+# "the two … papers for X:" before a colon says what both sides share
+SHARED_RE = re.compile(r"\bthe\s+(?:two|both)\b|\b(?:papers|works|studies|articles|ones)\b", re.I)
 
 
 def compare_targets(message: str) -> list[str]:
@@ -297,8 +304,9 @@ def compare_targets(message: str) -> list[str]:
     body = m.group(1) if m else message
     body = re.sub(r"[?.!]+$", "", body.strip())
     body = re.sub(r"^(how|in what way|what)\s+(does|do|is|are)\s+", "", body, flags=re.I)
-    if DESCRIPTION_RE.search(body.strip()):
-        return described_sides(body)
+    described = described_sides(body)
+    if described:
+        return described
     parts = [p for p in SPLIT_TARGETS_RE.split(body) if p and p.strip()]
     targets = []
     for part in parts:
@@ -315,11 +323,19 @@ def compare_targets(message: str) -> list[str]:
 
 
 def described_sides(body: str) -> list[str]:
-    """"the paper that unrolls X with the one that treats Y" → the two descriptions."""
-    sides = re.split(r"\s+(?:with|and|to|versus|vs\.?|against)\s+(?=(?:the\s+)?(?:paper|one|work|method|"
-                     r"approach|study|article)s?\s+(?:that|which|who|where|on|about|proposing|introducing)\b)",
-                     body.strip(), flags=re.I)
-    return [DESCRIPTION_RE.sub("", s).strip(" ,;") for s in sides if s.strip()]
+    """"the paper that unrolls X with the one that treats Y" → the two descriptions; "the two
+    X papers: the one doing Y and the Z one" → each description with what they share (X)."""
+    shared = ""
+    head, colon, tail = body.partition(":")
+    if colon and len(SIDE_SPLIT_RE.split(tail.strip())) >= 2:
+        body, shared = tail.strip(), " ".join(SHARED_RE.sub(" ", head).split())
+    if not DESCRIPTION_RE.search(body.strip()):
+        return []
+    sides = [s for s in SIDE_SPLIT_RE.split(body.strip()) if s.strip()]
+    if len(sides) < 2:
+        return []
+    out = [" ".join(SIDE_SCAFFOLD_RE.sub(" ", s).split()).strip(" ,;") for s in sides]
+    return [f"{s} ({shared})" if shared else s for s in out if s]
 
 
 # ----------------------------------------------------------------------------- more like this
