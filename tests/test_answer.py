@@ -238,3 +238,16 @@ def test_summarize_them_summarises_the_previous_papers(pa):
     answer = pa.ask("Summarize them", [Turn(role="user", content=q), first.as_turn()])
     assert answer.intent == "summary" and not answer.abstained
     assert {c.paper_id for c in answer.citations} == {c.paper_id for c in first.citations}
+
+
+@pytest.mark.parametrize("side,title,expected", [
+    ("EBGAN", "Energy-based Generative Adversarial Network", True),
+    ("KAN", "Kolmogorov-Arnold Networks: a theory", True),
+    ("GAN", "Calibrating Energy-based GANs", False),
+    ("Top-W", "Top-W: geometry-aware truncation", False),  # not an acronym: matched as a name elsewhere
+    ("ebgan", "Energy-based Generative Adversarial Network", False),  # lower case is a word, not initials
+])
+def test_an_acronym_side_finds_the_title_it_abbreviates(side, title, expected):
+    from assistant.answer.plan import abbreviates
+
+    assert abbreviates(side, title) is expected

@@ -390,7 +390,19 @@ def title_names(target: str, paper: Paper) -> bool:
     title = " ".join(normalise(paper.title).split())
     head = re.split(r"[:—–]| - ", title)[0].strip()
     return bool(t) and (t == title or t == head or (len(t) >= 4 and title.startswith(t + " ")
-                                                     and len(t.split()) >= 2))
+                                                     and len(t.split()) >= 2)
+                        or abbreviates(target.strip(), paper.title))
+
+
+def abbreviates(acronym: str, title: str) -> bool:
+    """"EBGAN" for "Energy-based Generative Adversarial Network": an all-capitals side spelt by
+    the initials of consecutive title words (hyphenated parts count as words), so a paper
+    whose title never writes its acronym is still found by it."""
+    letters = re.sub(r"[^A-Za-z]", "", acronym)
+    if not (3 <= len(letters) <= 10 and acronym.replace("-", "").isupper()):
+        return False
+    initials = "".join(w[0] for w in re.findall(r"[A-Za-z][\w']*", title)).upper()
+    return letters.upper() in initials
 
 
 def new_terms(topic: str, papers: list[Paper]) -> bool:
