@@ -251,3 +251,11 @@ def test_an_acronym_side_finds_the_title_it_abbreviates(side, title, expected):
     from assistant.answer.plan import abbreviates
 
     assert abbreviates(side, title) is expected
+
+
+def test_compare_side_by_author_takes_the_paper_they_lead(pa):
+    # Fröhlich leads the CI-testing paper and co-wrote the spectral-IV one
+    answer = pa.ask("Compare the Fröhlich paper with Top-W.")
+    assert first_authors(answer)[:2] in (["Alek Fröhlich", "Arash Gholamidavoodi"],
+                                         ["Arash Gholamidavoodi", "Alek Fröhlich"])
+

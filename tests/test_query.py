@@ -142,6 +142,8 @@ def test_compare_keeps_named_sides_and_drops_references():
       "goal-oriented (error-estimation for the Stokes equation)"]),
     ("How does the spectral clustering paper (graph cuts) differ from the one on random walks?",
      ["spectral clustering (graph cuts)", "random walks"]),
+    ("Contrast the graph cuts paper and the random walks paper as views on clustering.",
+     ["graph cuts", "random walks"]),
 ])
 def test_compare_targets(message, targets):
     assert compare_targets(message) == targets

@@ -181,7 +181,8 @@ class Planner:
         named = [j for j in free if title_names(target, j.paper)]
         if named:
             return named[0].paper, [named[0].hit]
-        relevant = self.judge.relevant(free)
+        # the user says this paper exists: membership (the summary threshold) is enough
+        relevant = self.judge.relevant(free, self.judge.summary_threshold)
         return (relevant[0].paper, [relevant[0].hit]) if relevant else (None, hits[:2])
 
     # ------------------------------------------------------------------ refusals

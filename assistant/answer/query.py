@@ -285,7 +285,11 @@ SPLIT_TARGETS_RE = re.compile(
 # a clause after the names says how to compare, not what: "... as views on LLM failure modes"
 TRAILING_CLAUSE_RE = re.compile(
     r"\s+(?:as|in terms of|with respect to|regarding|for|on how|when it comes to|on|in)\s+.*$", re.I)
+# after the last side, how to compare rather than what ("… as views on LLM failure modes")
 SIDE_NOUN = r"(?:one|paper|work|method|approach|study|article)s?"
+# (only right after the side's noun: "the one that treats X as an energy function" keeps its "as")
+HOW_CLAUSE_RE = re.compile(rf"(\b{SIDE_NOUN})\s+(?:as|in terms of|with respect to|regarding|when it comes to|"
+                           r"on how)\s+.*$", re.I)
 # a side described rather than named: "the paper that unrolls …", "the one estimating the
 # global error", "the goal-oriented one", "the geometric Littlewood-Offord paper (…)"
 SIDE_START = rf"the\s+(?:[\w'()-]+\s+){{0,5}}?{SIDE_NOUN}\b"
@@ -334,6 +338,7 @@ def described_sides(body: str) -> list[str]:
     sides = [s for s in SIDE_SPLIT_RE.split(body.strip()) if s.strip()]
     if len(sides) < 2:
         return []
+    sides[-1] = HOW_CLAUSE_RE.sub(r"\1", sides[-1])  # "… the sycophancy paper as views on failure modes"
     out = [" ".join(SIDE_SCAFFOLD_RE.sub(" ", s).split()).strip(" ,;") for s in sides]
     return [f"{s} ({shared})" if shared else s for s in out if s]
 

@@ -222,6 +222,10 @@ def authors_named(query: str, stats: CorpusStats) -> list[str]:
     return found
 
 
+def leads(paper, names: Sequence[str]) -> bool:
+    return bool(paper.authors) and normalise(paper.authors[0]) in names
+
+
 class Judge:
     """Scores candidates with the calibrated model and applies the relevance policy."""
 
@@ -246,11 +250,13 @@ class Judge:
         rows = feature_rows(q, hits, sentence_similarity(query, hits, self.embed), topic)
         matrix = np.array([[r[f] for f in self.model.features] for r in rows])
         probs = self.model.proba(matrix)
-        by_author = stats.papers_by(authors_named(query, stats))
+        names = authors_named(query, stats)
+        by_author = stats.papers_by(names)
         judged = [Judged(h, 1.0 if h.paper.paper_id in by_author else float(p), r,
                          h.paper.paper_id in by_author)
                   for h, p, r in zip(hits, probs, rows)]
-        return sorted(judged, key=lambda j: -j.p)
+        # among a named author's papers, those they lead come first ("the Fröhlich paper")
+        return sorted(judged, key=lambda j: (-j.p, not leads(j.paper, names)))
 
     @property
     def summary_threshold(self) -> float:
