@@ -52,15 +52,16 @@ class Retriever:
         `eval`); `alpha` overrides the convex fusion weight (for `eval --tune`)."""
         k = k or self.settings.k
         n = max(candidates or self.settings.candidates, k * 3)
-        allowed = self.store.allowed_papers(filters)
-        if allowed is not None and not allowed:
-            return []
-        chunks: dict[str, ChunkScore] = {}
-        if mode in ("hybrid", "bm25"):
-            self._bm25_side(query, n, allowed, chunks)
-        if mode in ("hybrid", "dense"):
-            self._dense_side(query, n, allowed, chunks)
-        return self._fuse(chunks, k, mode, alpha)
+        with self.store.request():  # the store's revision is read once for the whole search
+            allowed = self.store.allowed_papers(filters)
+            if allowed is not None and not allowed:
+                return []
+            chunks: dict[str, ChunkScore] = {}
+            if mode in ("hybrid", "bm25"):
+                self._bm25_side(query, n, allowed, chunks)
+            if mode in ("hybrid", "dense"):
+                self._dense_side(query, n, allowed, chunks)
+            return self._fuse(chunks, k, mode, alpha)
 
     def _bm25_side(self, query: str, n: int, allowed: Optional[set[str]],
                    chunks: dict[str, ChunkScore]) -> None:
