@@ -543,7 +543,9 @@ class Store:
     def _current_stats(self) -> CorpusStats:
         """The statistics of the store as it is now, for an ingest to update: the saved ones
         when current (without loading the paper table), else corpus_stats()."""
-        revision = self.revision()
+        # the revision as stored, without replacing self.collection in the middle of a write
+        fresh = self.client.get_collection(self.settings.collection)
+        revision = str((fresh.metadata or {}).get("revision", ""))
         if self._stats is not None and self._stats_revision == revision:
             return self._stats
         return self._load_stats(revision) or self.corpus_stats()
