@@ -4,10 +4,14 @@ Store layout (a folder, `vectorstore/` by default):
   chroma.sqlite3, <uuid>/   Chroma's own files (embedded mode; with --chroma-url they live on the server)
   manifest.json             embedding model, dimension, schema version, paper/chunk counts
   cache/                    BM25 index, chunk→paper map and paper table, tagged with the
-                            collection's revision and rebuilt from Chroma when it differs
+                            collection's revision and rebuilt from Chroma when it differs;
+                            stats.json, the corpus statistics (stats.CorpusStats) of that
+                            revision, kept up to date by ingest rather than rebuilt per reader
 
 Chroma is the source of truth. Every write first stamps a new revision on the collection, so a
-cache written before an interrupted ingest can never be mistaken for a current one.
+cache written before an interrupted ingest can never be mistaken for a current one. Reading the
+revision is a query to Chroma: a request (`Store.request()`) reads it once, on entry, and every
+read inside it uses the caches it found current.
 
 We write to chromadb directly rather than through llama-index's ChromaVectorStore because we
 need upserts keyed by our own chunk ids, a content hash per chunk (so re-ingesting unchanged
@@ -21,6 +25,8 @@ import json
 import shutil
 import threading
 import uuid
+from contextlib import contextmanager
+from copy import deepcopy
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional
@@ -30,11 +36,12 @@ import numpy as np
 
 from .config import Settings
 from .embed import MINILM_MAX_TOKENS, count_tokens, embed_texts, make_embedder, model_signature
-from .stats import CorpusStats
+from .stats import CorpusStats, fingerprint_of, stats_key
 from .types import Chunk, Filters, Paper
 
 SCHEMA_VERSION = 1
 GET_PAGE = 2000  # rows fetched from Chroma per call when rebuilding caches
+STATS_FILE = "stats.json"  # in cache/: the corpus statistics, tagged with their revision
 
 
 class StoreError(RuntimeError):
@@ -241,6 +248,10 @@ class Store:
         self._bm25: Optional[Bm25Index] = None
         self._papers: dict[str, Paper] = {}
         self._stats: Optional[CorpusStats] = None
+        self._stats_revision: Optional[str] = None
+        # statistics kept up to date by the writes of an ingest, saved by finish_ingest
+        self._ingest_stats: Optional[CorpusStats] = None
+        self._local = threading.local()  # .depth: this thread is inside request()
         if rebuild:  # `ingest --rebuild`: whatever model built the store, start it afresh
             self.delete_all()
         else:
@@ -290,6 +301,25 @@ class Store:
         self.collection = fresh
         return str((fresh.metadata or {}).get("revision", ""))
 
+    @contextmanager
+    def request(self):
+        """One request's reads (a search, a planned answer): the revision is read once, on
+        entry; inside, reads use the caches then found current instead of asking Chroma again
+        on every lookup. Re-entrant; per thread. A write in this process during the request
+        invalidates the caches, and the next read inside checks the revision again."""
+        local = self._local
+        depth = getattr(local, "depth", 0)
+        if depth == 0:
+            self._ensure_cache()
+        local.depth = depth + 1
+        try:
+            yield self
+        finally:
+            local.depth = depth
+
+    def _in_request(self) -> bool:
+        return getattr(self._local, "depth", 0) > 0
+
     def location(self) -> str:
         return self.settings.chroma_url or str(self.settings.store_dir)
 
@@ -312,6 +342,8 @@ class Store:
         if not papers:
             return report
         with self._lock:
+            if self._ingest_stats is None:  # first write of an ingest: from the current stats
+                self._ingest_stats = deepcopy(self._current_stats())
             # Stamp a new revision first: if we die mid-batch, caches are seen as stale.
             self._set_meta(revision=uuid.uuid4().hex)
             self._invalidate()
@@ -324,7 +356,14 @@ class Store:
 
             new_ids, new_docs, new_meta, to_embed = [], [], [], []
             keep: set[str] = set()
+            counted_before, counted_now = [], []  # for the corpus statistics
             for paper in papers:
+                before = old_record.get(f"{paper.paper_id}::0")
+                before_paper = Paper.model_validate_json(before) if before else None
+                if before_paper is None or stats_key(before_paper) != stats_key(paper):
+                    if before_paper is not None:
+                        counted_before.append(before_paper)
+                    counted_now.append(paper)
                 changed = False
                 for chunk in self.chunker.chunk(paper):
                     digest = content_hash(paper, chunk)
@@ -361,6 +400,10 @@ class Store:
                 report.chunks_embedded = len(new_ids)
                 if not self._collection_meta().get("dim"):
                     self._set_meta(dim=int(vectors.shape[1]))
+            # written: count it (a batch that failed above is caught by the fingerprint check
+            # in _rebuild_cache, and the statistics are then rebuilt)
+            self._ingest_stats.remove(counted_before)
+            self._ingest_stats.add(counted_now)
         return report
 
     def finish_ingest(self) -> None:
@@ -377,6 +420,7 @@ class Store:
             self._set_meta(embed_model=model_signature(self.settings), schema=SCHEMA_VERSION,
                            dim=0, revision=uuid.uuid4().hex)
             self._invalidate()
+            self._ingest_stats = CorpusStats()
             shutil.rmtree(self.cache_dir, ignore_errors=True)
 
     # -- caches (BM25, paper table)
@@ -388,6 +432,8 @@ class Store:
 
     def _ensure_cache(self, force: bool = False) -> None:
         with self._lock:
+            if not force and self._in_request() and self._cache_revision is not None:
+                return  # checked when the request began
             revision = self.revision()
             if not force and self._cache_revision == revision:
                 return
@@ -435,16 +481,23 @@ class Store:
             paper_ids.append(pid)
             texts.append(lexical_text(paper, doc))
         bm25 = Bm25Index.build(chunk_ids, paper_ids, texts)
+        # the statistics an ingest kept up to date, if they count exactly the papers stored
+        stats, self._ingest_stats = self._ingest_stats, None
+        if stats is not None and (stats.n_docs != len(papers)
+                                  or stats.fingerprint != fingerprint_of(papers.values())):
+            stats = None  # another writer, or a failed batch: built lazily by corpus_stats()
         tmp = self.cache_dir.with_name("cache.tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         bm25.save(tmp)
+        if stats is not None:
+            stats.save(tmp / STATS_FILE, revision=revision)
         (tmp / "papers.json").write_text(json.dumps(
             [p.model_dump() for p in papers.values()], ensure_ascii=False))
         (tmp / "revision").write_text(revision)
         shutil.rmtree(self.cache_dir, ignore_errors=True)
         tmp.rename(self.cache_dir)
         self._bm25, self._papers, self._cache_revision = bm25, papers, revision
-        self._stats = None
+        self._stats, self._stats_revision = stats, (revision if stats is not None else None)
 
     # -- reading
     def bm25(self) -> Bm25Index:
@@ -457,12 +510,45 @@ class Store:
         return self._papers
 
     def corpus_stats(self) -> CorpusStats:
-        """Document frequencies, authors and vocabulary of the current revision."""
+        """Document frequencies, authors and vocabulary of the current revision: the ones
+        ingest saved beside the BM25 index, held in memory until the revision changes. Built
+        from the paper table (and saved) only when none were saved for this revision."""
         with self._lock:
             self._ensure_cache()
-            if self._stats is None:
-                self._stats = CorpusStats.build(self._papers.values())
+            revision = self._cache_revision
+            if self._stats is None or self._stats_revision != revision:
+                stats = self._load_stats(revision)
+                if stats is None:
+                    stats = CorpusStats.build(self._papers.values())
+                    self._save_stats(stats, revision)
+                self._stats, self._stats_revision = stats, revision
             return self._stats
+
+    def _load_stats(self, revision: Optional[str]) -> Optional[CorpusStats]:
+        path = self.cache_dir / STATS_FILE
+        try:
+            stats, extra = CorpusStats.load(path)
+        except Exception:  # missing (an older store), damaged, another format: rebuilt
+            return None
+        return stats if extra.get("revision") == revision else None
+
+    def _save_stats(self, stats: CorpusStats, revision: Optional[str]) -> None:
+        tag = self.cache_dir / "revision"
+        try:
+            if tag.read_text().strip() == revision:  # only beside the cache they describe
+                stats.save(self.cache_dir / STATS_FILE, revision=revision)
+        except OSError:
+            pass  # a read-only store still answers; the statistics stay in memory
+
+    def _current_stats(self) -> CorpusStats:
+        """The statistics of the store as it is now, for an ingest to update: the saved ones
+        when current (without loading the paper table), else corpus_stats()."""
+        # the revision as stored, without replacing self.collection in the middle of a write
+        fresh = self.client.get_collection(self.settings.collection)
+        revision = str((fresh.metadata or {}).get("revision", ""))
+        if self._stats is not None and self._stats_revision == revision:
+            return self._stats
+        return self._load_stats(revision) or self.corpus_stats()
 
     def paper(self, paper_id: str) -> Optional[Paper]:
         return self.papers().get(paper_id)
@@ -524,14 +610,15 @@ class Store:
             "collection": self.settings.collection,
         }
 
-    def facets(self) -> dict:
-        """Values for the UI's filters: categories, authors and the year range of the corpus."""
-        papers = list(self.papers().values())
-        categories = sorted({p.category for p in papers if p.category})
-        authors = sorted({a for p in papers for a in p.authors}, key=str.lower)
-        years = sorted({p.year for p in papers if p.year})
-        return {"categories": categories, "authors": authors,
-                "year_min": years[0] if years else None, "year_max": years[-1] if years else None}
+    def facets(self, authors: int = 50) -> dict:
+        """Values for the UI's filters, from the corpus statistics (not the paper table): every
+        category, the year range, how many authors, and only the `authors` most prolific names
+        (the page searches the rest as the user types: CorpusStats.author_suggestions)."""
+        stats = self.corpus_stats()
+        year_min, year_max = stats.year_range()
+        return {"categories": sorted(stats.categories),
+                "authors": stats.author_suggestions("", authors),
+                "author_count": len(stats.authors), "year_min": year_min, "year_max": year_max}
 
 
 def paper_matches(paper: Paper, filters: Filters) -> bool:

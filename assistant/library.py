@@ -74,8 +74,13 @@ class PaperAssistant:
     def stats(self) -> dict:
         return self.store.stats()
 
-    def facets(self) -> dict:
-        return self.store.facets()
+    def facets(self, authors: int = 50) -> dict:
+        """Categories, the year range, the author count and the `authors` most prolific names."""
+        return self.store.facets(authors)
+
+    def author_suggestions(self, typed: str = "", limit: int = 50) -> list[str]:
+        """Author names containing `typed` (any part of a name), most prolific first."""
+        return self.store.corpus_stats().author_suggestions(typed, limit)
 
     # -- retrieval
     def search(self, query: str, k: Optional[int] = None,
@@ -87,7 +92,9 @@ class PaperAssistant:
         to the source paper. Raises UnknownPaper (a StoreError) for an id not in the store."""
         k = k or self.settings.similar_k
         # the engine's sentence embedder: its cache is shared with answering
-        return find_similar(self.store, self.engine.embed, paper_id, k, self.settings.similar_candidates)
+        with self.store.request():
+            return find_similar(self.store, self.engine.embed, paper_id, k,
+                                self.settings.similar_candidates)
 
     def evaluate(self, n: Optional[int] = None, seed: Optional[int] = None,
                  tune: bool = False) -> EvalReport:

@@ -10,11 +10,13 @@ import pytest
 from assistant.config import SEED_CORPUS, Settings
 from assistant.corpus import read_papers
 from assistant.embed import MINILM_MAX_TOKENS, count_tokens
-from assistant.index import (SCHEMA_VERSION, Chunker, Store, StoreMismatch, content_hash,
-                             embedding_text, lexical_text)
+from assistant.index import (SCHEMA_VERSION, STATS_FILE, Chunker, Store, StoreMismatch,
+                             content_hash, embedding_text, lexical_text)
 from assistant.ingest import ingest_paths
 from assistant.library import PaperAssistant
 from assistant.retrieve import Retriever
+from assistant.stats import CorpusStats
+from assistant.text import stem
 from assistant.types import Filters, Paper
 from conftest import make_settings, write_jsonl
 
@@ -376,7 +378,8 @@ def test_stats_facets_and_manifest(tmp_path):
     store = Store(settings)
     empty = store.stats()
     assert empty["papers"] == 0 and empty["chunks"] == 0
-    assert store.facets() == {"categories": [], "authors": [], "year_min": None, "year_max": None}
+    assert store.facets() == {"categories": [], "authors": [], "author_count": 0,
+                              "year_min": None, "year_max": None}
 
     papers = tiny_papers()
     store.upsert_papers(papers)
@@ -391,9 +394,9 @@ def test_stats_facets_and_manifest(tmp_path):
     facets = store.facets()
     assert facets["categories"] == ["Applications · Chemistry", "Deep Learning · Theory",
                                     "Social Aspects · Security"]
-    # case-insensitive order (names differing only in case may come in either order)
-    assert sorted(facets["authors"]) == sorted(["Alice Zhang", "alice zhang", "bob ray", "Carol Diaz", "Dan Evans"])
-    assert [a.lower() for a in facets["authors"]] == ["alice zhang", "alice zhang", "bob ray", "carol diaz", "dan evans"]
+    # one spelling per name (filters match case-insensitively), most prolific first
+    assert [a.lower() for a in facets["authors"]] == ["alice zhang", "bob ray", "carol diaz", "dan evans"]
+    assert facets["author_count"] == 4
     assert (facets["year_min"], facets["year_max"]) == (2019, 2023)
 
     manifest = json.loads((settings.store_dir / "manifest.json").read_text())
@@ -415,8 +418,13 @@ def test_seed_store_stats_and_facets(seed_assistant):
     assert "General Machine Learning · Causality" in facets["categories"]
     assert "Social Aspects · Security" in facets["categories"]
     assert len(facets["categories"]) == len({p.category for p in seed if p.category})
-    assert {"zhixuan ma", "Haichang Gao", "Sriraam Natarajan"} <= set(facets["authors"])
-    assert facets["authors"] == sorted(facets["authors"], key=str.lower)
+    names = {a.lower() for p in seed for a in p.authors}
+    assert facets["author_count"] == len(names) > 50
+    # the page gets a bounded list of names and searches the rest as the user types
+    assert len(facets["authors"]) == 50 and {a.lower() for a in facets["authors"]} <= names
+    assert seed_assistant.author_suggestions("natarajan") == ["Sriraam Natarajan"]
+    assert "zhixuan ma" in seed_assistant.author_suggestions("ZHIXUAN")
+    assert "Haichang Gao" in seed_assistant.author_suggestions("gao", limit=500)
     assert facets["year_min"] is None and facets["year_max"] is None  # the listing has no years
 
 
@@ -493,3 +501,98 @@ def test_open_store_follows_a_rebuild_by_another(tmp_path):
         assert "p-fl" not in {h.paper.paper_id for h in hits}, mode
     stats = reader.stats()
     assert stats["papers"] == 2 and stats["chunks"] == writer.collection.count()
+
+
+# ----------------------------------------------------------------------------- corpus statistics
+
+def test_corpus_stats_kept_by_ingest_equal_a_build_from_all_papers(tmp_path):
+    settings = small_settings(tmp_path / "store")
+    first, second = tiny_papers()[:2], tiny_papers()[2:]
+    # the second file also edits a paper of the first (new author, new words): its old
+    # record must be uncounted
+    edited = first[0].model_copy(update={"authors": ["Erin Fox"], "year": 2025,
+                                         "abstract": "Wombatronic backdoors in federated learning."})
+    files = [write_jsonl(tmp_path / "a.jsonl", [p.model_dump() for p in first]),
+             write_jsonl(tmp_path / "b.jsonl", [p.model_dump() for p in [*second, edited]])]
+    store = Store(settings)
+    ingest_paths(store, files[:1])
+    ingest_paths(store, files[1:])
+    final = [edited, first[1], *second]
+    expected = CorpusStats.build(final)
+    saved = settings.store_dir / "cache" / STATS_FILE
+    assert saved.exists()
+    assert store.corpus_stats().same_counts(expected)
+    loaded, extra = CorpusStats.load(saved)
+    assert loaded.same_counts(expected) and extra["revision"] == store.revision()
+    assert "bob ray" not in loaded.authors and "erin fox" in loaded.authors
+    assert loaded.authors["alice zhang"] == {"p-long"}  # still an author of another paper
+    assert loaded.years[2021] == 0 and loaded.years[2025] == 1
+    assert loaded.known("wombatronic") and loaded.df[stem("malicious")] == 0
+
+
+def test_reopened_store_loads_its_stats_without_reading_the_paper_table(tmp_path, monkeypatch):
+    settings = small_settings(tmp_path / "store")
+    writer = Store(settings)
+    writer.upsert_papers(tiny_papers())
+    writer.finish_ingest()
+
+    def forbidden(*_args, **_kwargs):
+        raise AssertionError("statistics rebuilt from the papers")
+
+    with monkeypatch.context() as m:
+        m.setattr(Store, "papers", forbidden)
+        m.setattr(CorpusStats, "build", forbidden)
+        reader = Store(settings)
+        stats = reader.corpus_stats()
+        assert stats.same_counts(writer.corpus_stats()) and stats.n_docs == 3
+        assert reader.corpus_stats() is stats  # held in memory while the revision holds
+        facets = reader.facets(authors=2)
+        assert facets["author_count"] == 4 and len(facets["authors"]) == 2
+        assert facets["authors"][0].lower() == "alice zhang"  # two papers: most prolific
+        assert (facets["year_min"], facets["year_max"]) == (2019, 2023)
+
+
+def test_store_without_saved_stats_builds_them_once_and_saves_them(tmp_path, monkeypatch):
+    settings = small_settings(tmp_path / "store")
+    writer = Store(settings)
+    writer.upsert_papers(tiny_papers())
+    writer.finish_ingest()
+    saved = settings.store_dir / "cache" / STATS_FILE
+    saved.unlink()  # as a store written before the statistics were saved
+    assert Store(settings).corpus_stats().n_docs == 3
+    assert CorpusStats.load(saved)[1]["revision"] == writer.revision()
+    # stats of another revision are not used
+    saved.write_text(saved.read_text().replace(writer.revision(), "some-other-revision"))
+    assert Store(settings)._load_stats(writer.revision()) is None
+    assert Store(settings).corpus_stats().n_docs == 3
+
+
+def test_a_write_the_ingest_did_not_count_falls_back_to_a_build(tmp_path):
+    settings = small_settings(tmp_path / "store")
+    store = Store(settings)
+    store.upsert_papers(tiny_papers()[:1])
+    store._ingest_stats = CorpusStats()  # as if a batch had been written but not counted
+    store.finish_ingest()
+    assert not (settings.store_dir / "cache" / STATS_FILE).exists()
+    assert store.corpus_stats().same_counts(CorpusStats.build(tiny_papers()[:1]))
+
+
+def test_revision_is_read_once_per_search_and_per_plan(tmp_path, monkeypatch):
+    pa = PaperAssistant(small_settings(tmp_path / "store"))
+    pa.store.upsert_papers(tiny_papers())
+    pa.store.finish_ingest()
+    pa.search("warm up")  # loads the embedder
+    calls = []
+    original = Store.revision
+    monkeypatch.setattr(Store, "revision", lambda self: calls.append(1) or original(self))
+    hits = pa.search("backdoor attacks", filters=Filters(authors=["zhang"]))
+    assert hits and len(calls) == 1
+    calls.clear()
+    pa.engine.planner.plan("Summarize the papers on federated learning.", [], None, None, None)
+    assert len(calls) == 1
+    # a write in this process during a request is still seen by the reads after it
+    calls.clear()
+    with pa.store.request():
+        changed = tiny_papers()[1].model_copy(update={"abstract": "Wombatronic graph kernels."})
+        pa.store.upsert_papers([changed])
+        assert pa.store.paper("p-graph").abstract == changed.abstract

@@ -51,3 +51,16 @@ def test_paper_terms_match_hyphenated_names_and_stems():
     assert terms.has("generalization")
     assert terms.has("network")
     assert not terms.has("transformer")
+
+
+def test_remove_undoes_add_and_saved_stats_load_equal(tmp_path):
+    built = CorpusStats.build(PAPERS[:2])
+    grown = CorpusStats.build(PAPERS)
+    grown.remove(PAPERS[2])
+    assert grown.same_counts(built)
+    assert "rémi khellaf" not in grown.authors and "khellaf" not in grown.surnames
+    assert not grown.known("hospitals") and grown.known("federated")
+    grown.save(tmp_path / "stats.json", revision="r1")
+    loaded, extra = CorpusStats.load(tmp_path / "stats.json")
+    assert loaded.same_counts(built) and extra == {"revision": "r1"}
+    assert loaded.author_suggestions("WU") == ["Jie Wu"]

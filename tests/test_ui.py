@@ -215,6 +215,33 @@ def test_page_category_filter_limits_the_cited_papers(page):
         assert CAUSALITY in cards.nth(i).locator(".src-meta").inner_text()
 
 
+def test_author_box_ships_a_bounded_list_and_searches_the_rest(pa):
+    """The author filter never holds the whole author index: the page gets the most prolific
+    names, and the server answers what is typed (PageHandlers.author_choices on key_up)."""
+    import gradio as gr
+
+    from assistant.ui.handlers import AUTHOR_SUGGESTIONS, Page, PageHandlers
+
+    handlers = PageHandlers(pa, Page(), Path("."))
+    facets = handlers.facets()
+    assert len(facets["authors"]) == AUTHOR_SUGGESTIONS < facets["author_count"]
+    typed = gr.KeyUpData(None, {"key": "n", "input_value": "natarajan"})
+    update = handlers.author_choices(["Jie Wu"], typed)
+    assert update["choices"] == ["Jie Wu", "Sriraam Natarajan"]  # what is chosen stays offered
+
+
+@pytest.mark.browser
+def test_page_author_box_finds_a_name_it_did_not_ship(page):
+    page.click("#pa-authors input")
+    page.fill("#pa-authors input", "")
+    page.keyboard.type("natara", delay=30)
+    option = page.locator("#pa-authors li[aria-label='Sriraam Natarajan']")
+    option.wait_for()
+    option.click()
+    page.keyboard.press("Escape")
+    assert "Sriraam Natarajan" in page.inner_text("#pa-authors")
+
+
 def _papers_shown(page) -> int:
     return int(page.inner_text("#pa-stats [data-stat='papers']"))
 

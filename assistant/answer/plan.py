@@ -58,6 +58,11 @@ class Planner:
 
     def plan(self, message: str, history: list[Turn], mode: Optional[str],
              filters: Optional[Filters], k: Optional[int]) -> TurnPlan:
+        with self.store.request():  # the store's revision is read once for the whole plan
+            return self._plan(message, history, mode, filters, k)
+
+    def _plan(self, message: str, history: list[Turn], mode: Optional[str],
+              filters: Optional[Filters], k: Optional[int]) -> TurnPlan:
         q = parse(message, history, mode, describe=self._describe)
         focus = [p for p in (self.store.paper(i) for i in q.references) if p is not None]
         if q.unresolved:

@@ -134,9 +134,12 @@ def _sources_column(page: Page, facets: dict, default_k: int) -> None:
                 category_choices(facets["categories"]), value=[], multiselect=True,
                 label="Categories", info="An area includes its sub-categories",
                 elem_id="pa-categories", min_width=200)
+            # a searchable box: it ships the most prolific names and asks the server for
+            # others as the user types (PageHandlers.author_choices), never the whole index
             page.authors = gr.Dropdown(
                 facets["authors"], value=[], multiselect=True, allow_custom_value=True,
-                label="Authors", info="Any part of a name", elem_id="pa-authors", min_width=200)
+                filterable=True, label="Authors", info="Type any part of a name",
+                elem_id="pa-authors", min_width=200)
         with gr.Row():
             page.year_min = gr.Textbox("", label="From year", elem_id="pa-year-min",
                                        placeholder=year_hint(facets, "year_min"), min_width=120)
@@ -178,4 +181,6 @@ def _wire(demo: gr.Blocks, page: Page, h: PageHandlers) -> None:
                              api_visibility="private", concurrency_limit=1,
                              concurrency_id="corpus")
     demo.load(h.on_load, None, [*page.filters, page.stats], api_visibility="private")
+    page.authors.key_up(h.author_choices, [page.authors], page.authors, api_visibility="private",
+                        queue=False, show_progress="hidden", trigger_mode="always_last")
     gr.api(h.api_chat, api_name="chat", concurrency_id="chat")

@@ -32,7 +32,8 @@ from .render import (category_choices, esc, render_answer, safe_markdown, source
 log = logging.getLogger("assistant.ui")
 
 STREAM_INTERVAL = 0.05  # seconds between two streamed chat updates (tokens are batched between)
-NO_FACETS = {"categories": [], "authors": [], "year_min": None, "year_max": None}
+NO_FACETS = {"categories": [], "authors": [], "author_count": 0, "year_min": None, "year_max": None}
+AUTHOR_SUGGESTIONS = 50  # names the author box offers at a time: never the whole author index
 
 
 def new_session() -> dict:
@@ -118,10 +119,21 @@ class PageHandlers:
 
     def facets(self) -> dict:
         try:
-            return self.pa.facets()
+            return self.pa.facets(AUTHOR_SUGGESTIONS)
         except Exception:  # a store problem shows in the chat; the page still loads
             log.exception("could not read facets")
             return dict(NO_FACETS)
+
+    def author_choices(self, selected, key: gr.KeyUpData) -> dict:
+        """As the user types in the author box: the names containing what was typed (the
+        page holds AUTHOR_SUGGESTIONS names at a time, not every author of the corpus)."""
+        selected = [s for s in (selected or []) if isinstance(s, str)]
+        try:
+            found = self.pa.author_suggestions(key.input_value or "", AUTHOR_SUGGESTIONS)
+        except Exception:
+            log.exception("could not read author suggestions")
+            found = []
+        return gr.update(choices=list(dict.fromkeys(selected + found)))
 
     def stats(self) -> dict:
         try:

@@ -202,7 +202,7 @@ def stats_html(stats: dict, facets: Optional[dict] = None) -> str:
     tiles = [("Papers", stats.get("papers", 0)), ("Chunks", stats.get("chunks", 0))]
     if facets is not None:
         tiles.append(("Categories", len(facets.get("categories", []))))
-        tiles.append(("Authors", len(facets.get("authors", []))))
+        tiles.append(("Authors", facets.get("author_count", len(facets.get("authors", [])))))
         if facets.get("year_min"):
             tiles.append(("Years", f"{facets['year_min']}–{facets['year_max']}"))
     tiles_html = "".join(f'<div class="tile"><div class="tile-v" data-stat="{esc(k.lower())}">'

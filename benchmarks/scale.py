@@ -1,0 +1,264 @@
+"""Search and planning at scale: latency percentiles, corpus statistics, store size.
+
+    .venv/bin/python benchmarks/scale.py [--papers 10000] [--queries 40] [--simulate 100000]
+
+The store (benchmarks/.stores/scale-<N>) is built once, by our own ingest, from the real
+abstracts in ../shared/data: SciFact, then arXiv math, then the ML conference papers, in that
+order, until N papers (ids prefixed by corpus so they never collide). It is reused while it has N
+papers. To make building affordable on a shared 2-core machine, `--embed-tokens 48` (default)
+truncates what the embedding model reads *while building* to 48 word pieces (title and the
+start of each window) instead of 256: the store, chunks, BM25 and statistics are exactly what
+ingest makes, the vectors are real MiniLM vectors of shorter inputs (search latency does not
+depend on how a vector was made; dense relevance is somewhat worse). `--embed-tokens 256` builds
+it faithfully. Queries and planning always use the normal tokenizer. Then, on that store:
+
+- search p50/p95 (`PaperAssistant.search`, hybrid, k=10), queries = titles of a seeded sample of
+  the store's papers, without a filter and with each kind of filter (category, year range,
+  author substring);
+- planning p50/p95 without the LLM (`pa.engine.planner.plan(question, [], None, None, None)`,
+  backend "none"), questions "Which paper studies <title>?" and "Summarize the papers on
+  <title words>.";
+- the corpus statistics a fresh process needs: loading the saved ones vs building them from
+  every paper (what each new store revision cost per reader before they were saved);
+- the store's size on disk (Chroma, and the cache folder: BM25, paper table, statistics).
+
+`--simulate N` (cheap, in memory, no Chroma): the in-memory parts that grow with the corpus
+(BM25 scores, a filter's mask over chunks, building vs loading the statistics) measured on the
+real papers repeated until N (copies get new ids; their text is the same, so vocabulary does
+not grow as a real corpus's would). The dense side (Chroma HNSW) is not simulated.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from assistant import PaperAssistant, load_settings  # noqa: E402
+from assistant.corpus import read_papers  # noqa: E402
+from assistant.types import Filters, Paper  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "data"
+SOURCES = [("scifact", DATA / "scifact" / "corpus.jsonl"),
+           ("arxiv", DATA / "arxiv_math" / "papers.jsonl"),
+           ("mlconf", DATA / "ml_conf" / "papers.jsonl")]
+STORES = ROOT / "benchmarks" / ".stores"
+
+
+def real_papers(n: int) -> list[Paper]:
+    out: list[Paper] = []
+    for prefix, path in SOURCES:
+        if not path.exists():
+            continue
+        for p in read_papers(path, skip_bad=True, errors=[]):
+            out.append(p.model_copy(update={"paper_id": f"{prefix}-{p.paper_id}"}))
+            if len(out) >= n:
+                return out
+    return out
+
+
+def open_store(n: int, store: Path, embed_tokens: int = 256) -> tuple[PaperAssistant, float | None]:
+    pa = PaperAssistant(load_settings(store_dir=store, llm_backend="none"))
+    if pa.store.collection.count() and pa.stats()["papers"] == n:
+        return pa, None
+    papers = real_papers(n)
+    if len(papers) < n:
+        raise SystemExit(f"only {len(papers)} papers in {DATA}")
+    src = Path(tempfile.mkdtemp()) / f"scale-{n}.jsonl"
+    src.write_text("".join(p.model_dump_json() + "\n" for p in papers), encoding="utf-8")
+    from assistant.embed import MINILM_MAX_TOKENS, minilm_tokenizer
+
+    minilm_tokenizer().enable_truncation(min(embed_tokens, MINILM_MAX_TOKENS))
+    try:
+        t0 = time.perf_counter()
+        pa.ingest([src], rebuild=True)
+        seconds = time.perf_counter() - t0
+    finally:
+        minilm_tokenizer().enable_truncation(MINILM_MAX_TOKENS)
+    print(f"built {store} in {seconds:.0f} s ({n / seconds:.1f} papers/s)", file=sys.stderr)
+    return pa, seconds
+
+
+def pct(values: list[float]) -> tuple[float, float]:
+    values = sorted(values)
+    p95 = values[min(len(values) - 1, round(0.95 * (len(values) - 1)))]
+    return statistics.median(values) * 1000, p95 * 1000
+
+
+def timed(fn, items) -> list[float]:
+    out = []
+    for item in items:
+        t0 = time.perf_counter()
+        fn(item)
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def du(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
+
+
+def filters_for(papers: list[Paper]) -> dict[str, Filters]:
+    cats = sorted({p.category for p in papers if p.category})
+    authors = [a for p in papers for a in p.authors]
+    common_surname = max({a.split()[-1] for a in authors if " " in a},
+                         key=lambda s: sum(s in a for a in authors[:5000])) if authors else "a"
+    years = sorted({p.year for p in papers if p.year})
+    out = {"none": None}
+    if cats:
+        out[f"category {cats[len(cats) // 2]!r}"] = Filters(categories=[cats[len(cats) // 2]])
+    if years:
+        out[f"years {years[len(years) // 2]}-{years[-1]}"] = Filters(year_min=years[len(years) // 2],
+                                                                     year_max=years[-1])
+    if authors:
+        out[f"author ~{common_surname!r}"] = Filters(authors=[common_surname])
+    return out
+
+
+def measure(pa: PaperAssistant, n_queries: int, seed: int) -> list[tuple[str, str, float, float]]:
+    papers = list(pa.store.papers().values())
+    rng = random.Random(seed)
+    sample = rng.sample(papers, min(n_queries, len(papers)))
+    titles = [p.title for p in sample]
+    rows = []
+    pa.search("warm up the embedding session")
+    for name, f in filters_for(papers).items():
+        p50, p95 = pct(timed(lambda q: pa.search(q, k=10, filters=f), titles))
+        rows.append(("search", f"filter: {name}", p50, p95))
+    planner = pa.engine.planner
+    questions = [f"Which paper studies {t.rstrip('.').lower()}?" for t in titles]
+    summaries = [f"Summarize the papers on {' '.join(t.split()[:4]).rstrip('.').lower()}."
+                 for t in titles[: max(5, n_queries // 4)]]
+    for case, items in (("question, no LLM", questions), ("summary, no LLM", summaries)):
+        split = timed_split(lambda q: planner.plan(q, [], None, None, None), items)
+        p50, p95 = pct([t for t, _ in split])
+        rows.append(("plan", case, p50, p95))
+        # most of planning is embedding the candidates' sentences (cached between turns):
+        # what is left is the part that grows with the corpus
+        p50, p95 = pct([t - e for t, e in split])
+        rows.append(("plan", case.replace(", no LLM", "") + " minus embedding", p50, p95))
+    return rows
+
+
+def timed_split(fn, items) -> list[tuple[float, float]]:
+    """(seconds, of which in the embedding model) of each call."""
+    from assistant.embed import OnnxMiniLMEmbedding
+
+    real = OnnxMiniLMEmbedding._embed_batch
+    spent = [0.0]
+
+    def timed_batch(self, texts):
+        t = time.perf_counter()
+        try:
+            return real(self, texts)
+        finally:
+            spent[0] += time.perf_counter() - t
+
+    OnnxMiniLMEmbedding._embed_batch = timed_batch
+    out = []
+    try:
+        for item in items:
+            spent[0] = 0.0
+            t0 = time.perf_counter()
+            fn(item)
+            out.append((time.perf_counter() - t0, spent[0]))
+    finally:
+        OnnxMiniLMEmbedding._embed_batch = real
+    return out
+
+
+def stats_cost(pa: PaperAssistant) -> dict:
+    from assistant.index import Store
+    from assistant.stats import CorpusStats
+
+    fresh = Store(pa.settings)
+    t0 = time.perf_counter()
+    fresh.corpus_stats()  # the saved statistics (built and saved once if an older store)
+    load = time.perf_counter() - t0
+    papers = list(fresh.papers().values())
+    t0 = time.perf_counter()
+    CorpusStats.build(papers)
+    build = time.perf_counter() - t0
+    return {"load_s": load, "build_s": build}
+
+
+def simulate(pa: PaperAssistant, n: int) -> None:
+    """In-memory parts at n papers: the store's papers repeated with new ids."""
+    import numpy as np
+
+    from assistant.index import Bm25Index, lexical_text
+    from assistant.stats import CorpusStats
+
+    base = list(pa.store.papers().values())
+    papers = [p if i < len(base) else p.model_copy(update={"paper_id": f"{p.paper_id}~{i // len(base)}"})
+              for i, p in ((i, base[i % len(base)]) for i in range(n))]
+    t0 = time.perf_counter()
+    bm25 = Bm25Index.build([p.paper_id for p in papers], [p.paper_id for p in papers],
+                           [lexical_text(p, p.abstract) for p in papers])
+    t_bm25 = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    stats = CorpusStats.build(papers)
+    t_build = time.perf_counter() - t0
+    path = Path(tempfile.mkdtemp()) / "stats.json"
+    stats.save(path, revision="sim")
+    t0 = time.perf_counter()
+    CorpusStats.load(path)
+    t_load = time.perf_counter() - t0
+    rng = random.Random(1)
+    titles = [p.title for p in rng.sample(base, 30)]
+    allowed = {p.paper_id for p in papers if p.year and p.year >= 2018}
+    score = pct(timed(lambda q: bm25.scores(q), titles))
+    def mask():  # as Retriever._bm25_side builds it
+        return np.fromiter((pid in allowed for pid in bm25.paper_ids), dtype=np.float32,
+                           count=len(bm25.paper_ids))
+
+    masked = pct(timed(lambda q: bm25.scores(q, mask()), titles))
+    print(f"\nsimulated {n} papers (the {len(base)} real ones repeated, in memory, no Chroma):")
+    print(f"  BM25 build {t_bm25:.1f} s; scores p50/p95 {score[0]:.1f}/{score[1]:.1f} ms, "
+          f"with a year filter mask {masked[0]:.1f}/{masked[1]:.1f} ms")
+    print(f"  corpus statistics: build from papers {t_build:.1f} s, load saved {t_load:.2f} s "
+          f"({path.stat().st_size / 1e6:.1f} MB)")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--papers", type=int, default=10_000)
+    ap.add_argument("--queries", type=int, default=40)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--store", type=Path)
+    ap.add_argument("--simulate", type=int, default=0)
+    ap.add_argument("--embed-tokens", type=int, default=48,
+                    help="word pieces the model reads while building the store (256 = faithful)")
+    args = ap.parse_args()
+    store = args.store or STORES / f"scale-{args.papers}"
+    pa, built = open_store(args.papers, store, args.embed_tokens)
+    rows = measure(pa, args.queries, args.seed)
+    cost = stats_cost(pa)
+    s = pa.stats()
+    print(f"\n{s['papers']} papers, {s['chunks']} chunks, store {store}"
+          + (f" (built in {built:.0f} s)" if built else ""))
+    print(f"{'what':8s} {'case':36s} {'p50 ms':>9s} {'p95 ms':>9s}")
+    for what, case, p50, p95 in rows:
+        print(f"{what:8s} {case:36s} {p50:9.1f} {p95:9.1f}")
+    print(f"corpus statistics in a fresh process: load saved {cost['load_s']:.2f} s, "
+          f"build from every paper {cost['build_s']:.2f} s")
+    cache = du(store / "cache")
+    total = du(store)
+    print(f"store on disk: {total / 1e6:.1f} MB (Chroma {(total - cache) / 1e6:.1f} MB, "
+          f"cache {cache / 1e6:.1f} MB: " + ", ".join(
+              f"{f.name} {f.stat().st_size / 1e6:.1f} MB" for f in sorted((store / "cache").glob("*"))
+              if f.is_file()) + ")")
+    if args.simulate:
+        simulate(pa, args.simulate)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
