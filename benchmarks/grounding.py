@@ -25,10 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpora import ROOT, open_corpus, read_jsonl  # noqa: E402
 
-from assistant.answer.ground import split_answer  # noqa: E402
+from assistant.answer.ground import question_allowance, split_answer  # noqa: E402
 from assistant.answer.markers import MARKER_RE, parse_markers  # noqa: E402
 from assistant.llm.errors import BackendError  # noqa: E402
-from assistant.text import stems  # noqa: E402
+from assistant.text import terms  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "grounding"
 EXTRA = {"seed": ["Summarize what this collection says about causal inference.",
@@ -68,7 +68,7 @@ def generate(args) -> None:
         for question in questions(corpus, args.per_corpus):
             plan, text = raw_prose(pa, question)
             by_n = {s.n: s for s in plan.sources}
-            allowed = frozenset(stems(question))
+            allowed = question_allowance(question)
             for sentence in split_answer(text):
                 cited = [n for g in MARKER_RE.findall(sentence) for n in parse_markers(g) if n in by_n]
                 if not cited:
@@ -101,7 +101,8 @@ def score(args) -> None:
     pairs = {r["id"]: r for r in read_jsonl(OUT / "sentences.jsonl")}
     verdicts = {r["id"]: r for r in read_jsonl(OUT / "verdicts.jsonl")}
     labels = {r["id"]: r["supported"] for r in read_jsonl(OUT / "labels.jsonl")}
-    ids = [i for i in pairs if i in labels]
+    # a sentence with no words left once its markers are removed makes no claim to label
+    ids = [i for i in pairs if i in labels and terms(pairs[i]["sentence"])]
     kept = [i for i in ids if verdicts[i]["kept"]]
     supported = [i for i in ids if labels[i]]
     print(f"labelled pairs {len(ids)}; supported per labeller {ratio(len(supported), len(ids))}")

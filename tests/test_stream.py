@@ -35,3 +35,17 @@ def test_checked_prose_releases_a_sentence_only_after_the_next_begins(pa):
     assert prose.close() == []  # cut off mid-sentence: never shown
     assert [why for _, why in prose.result.dropped] == ["unsupported", "unfinished"]
     assert prose.result.text == released[2][0] and prose.result.used == [1]
+
+
+def test_a_name_in_the_question_must_be_in_the_paper_cited_for_it(pa):
+    # the question's words are free, its names are not: a sentence citing Top-W may not say
+    # what Verbalized Sampling does just because the question named it
+    from assistant.answer.ground import question_allowance
+
+    grounder = Grounder(pa.engine.embed, pa.settings.min_support)
+    sources = _sources(pa, "Arash Gholamidavoodi", "Jiayi Zhang")
+    allowed = question_allowance("Compare Top-W with Verbalized Sampling.")
+    claim = "Verbalized Sampling asks the model for a distribution of responses with probabilities [1]."
+    v = grounder.verdict(claim, {s.n: s for s in sources}, True, allowed)
+    assert v.markers != [1]  # not kept on Top-W: re-pointed to Verbalized Sampling or dropped
+    assert "compar" in allowed and "verbal" not in allowed

@@ -14,8 +14,7 @@ from ..llm.errors import BackendError
 from ..retrieve import Retriever
 from ..types import Answer, Citation, Filters, Turn
 from . import compose
-from ..text import stems
-from .ground import GroundedText, Grounder, SentenceEmbeddings
+from .ground import GroundedText, Grounder, SentenceEmbeddings, question_allowance
 from .plan import Planner, TurnPlan
 from .relevance import Judge
 from .stream import CheckedProse, Numbering
@@ -62,7 +61,7 @@ class AnswerEngine:
         """The model's prose, released sentence by sentence once checked; the cited extracts
         when the model is unavailable, fails, or says nothing the abstracts support."""
         plan = turn.plan
-        checked = CheckedProse(self.grounder, plan.sources, allowed=frozenset(stems(message)))
+        checked = CheckedProse(self.grounder, plan.sources, allowed=question_allowance(message))
         llm = self._get_llm(plan.notices)
         if llm is not None:
             try:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..types import Paper
-from ..text import normalise, split_sentences, stems, terms
+from ..text import distinctive_tokens, normalise, split_sentences, stems, terms
 from .markers import MARKER_RE, parse_markers, renumber  # noqa: F401  (renumber: re-exported)
 
 NUMBER_RE = re.compile(r"(?<![A-Za-z])\d+(?:\.\d+)?%?")
@@ -239,6 +239,16 @@ class Grounder:
                 kept.append(v.text())
         result.text = " ".join(kept)
         return result
+
+
+def question_allowance(message: str) -> frozenset[str]:
+    """Stems a claim may use without its source: the question's own words, except its names
+    ("Compare Top-W with Verbalized Sampling" does not let a sentence citing Top-W say what
+    Verbalized Sampling does: a name must be found in the paper cited for it)."""
+    words = re.findall(r"[\w'-]+", message)
+    capitalised = [w for w in words[1:] if w[:1].isupper()]  # the first word is capitalised anyway
+    names = stems(" ".join(distinctive_tokens(message) + capitalised))
+    return frozenset(stems(message) - names)
 
 
 def split_answer(text: str) -> list[str]:

@@ -362,7 +362,7 @@ class Planner:
             return named, 0
         hits, judged = self._judged(topic, filters, max(k or 0, self.policy.summary_candidates), topic=True)
         plan.retrieved = hits
-        relevant = self.judge.relevant(judged)
+        relevant = self.judge.members(judged)  # the summary's selection, as a table is one
         if not relevant:
             self._refuse(plan, replace(q, intent="summary", topic=topic), judged, filters)
         return [j.paper for j in relevant], len(relevant)
