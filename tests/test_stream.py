@@ -1,6 +1,7 @@
 """Checked streaming: sentences are released only once complete and checked, renumbered as shown."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from assistant.answer.ground import Grounder, Source
@@ -49,3 +50,15 @@ def test_a_name_in_the_question_must_be_in_the_paper_cited_for_it(pa):
     v = grounder.verdict(claim, {s.n: s for s in sources}, True, allowed)
     assert v.markers != [1]  # not kept on Top-W: re-pointed to Verbalized Sampling or dropped
     assert "compar" in allowed and "verbal" not in allowed
+
+
+def test_sentence_cache_smaller_than_one_call_still_answers_it(pa):
+    # a large corpus evicts while a call is in flight: the call must still get every vector
+    from assistant.answer.ground import SentenceEmbeddings
+
+    embed = SentenceEmbeddings(pa.store.embedder, capacity=3)
+    first = embed(["alpha beta", "gamma delta"])
+    texts = ["alpha beta", "one", "two", "three", "four", "gamma delta"]
+    vectors = embed(texts)
+    assert vectors.shape[0] == len(texts) and len(embed._cache) == 3
+    assert np.allclose(vectors[0], first[0]) and np.allclose(vectors[-1], first[1])

@@ -39,19 +39,23 @@ class SentenceEmbeddings:
         self._lock = threading.Lock()
 
     def __call__(self, texts: list[str]) -> np.ndarray:
-        with self._lock:
-            missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        if not texts:
+            return np.zeros((0, 384))
+        with self._lock:  # this call's vectors are collected before anything is evicted
+            found = {t: self._cache[t] for t in dict.fromkeys(texts) if t in self._cache}
+            for t in found:
+                self._cache.move_to_end(t)  # least recently used goes first
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
         if missing:
             from ..embed import embed_texts
 
-            vectors = embed_texts(self.embedder, missing, batch_size=64)
+            found.update(zip(missing, embed_texts(self.embedder, missing, batch_size=64)))
             with self._lock:
-                for t, v in zip(missing, vectors):
-                    self._cache[t] = v
+                for t in missing:
+                    self._cache[t] = found[t]
                 while len(self._cache) > self.capacity:
                     self._cache.popitem(last=False)
-        with self._lock:
-            return np.stack([self._cache[t] for t in texts]) if texts else np.zeros((0, 384))
+        return np.stack([found[t] for t in texts])
 
 
 def metadata_line(paper: Paper) -> str:
