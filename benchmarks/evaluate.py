@@ -43,12 +43,16 @@ DEFAULT_SETS = {
 
 def scifact_heldout_items(limit: int) -> list[dict]:
     """SciFact train claims of the calibration's held-out split, asked as evidence questions."""
-    from calibrate_relevance import Labelled
+    import hashlib
+
     from corpora import evidence_question, scifact_claims
+
+    def held_out(qid: str) -> bool:  # calibrate_relevance.Labelled.held_out, without importing it
+        return int(hashlib.md5(qid.encode()).hexdigest(), 16) % 10 < 3  # (so --code runs old code)
 
     items = []
     for qid, claim, gold in scifact_claims():
-        if Labelled(f"sf-{qid}", "scifact", "pos", "").held_out():
+        if held_out(f"sf-{qid}"):
             items.append({"id": f"sf-{qid}", "kind": "claim", "turns": [evidence_question(claim)],
                           "expect": sorted(gold)})
     return items[:limit] if limit else items
