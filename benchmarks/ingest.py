@@ -36,7 +36,7 @@ def run_ours(data: Path, limit: int, store: Path, repeat: bool, profile: bool = 
     sys.path.insert(0, str(ROOT))
     from assistant import PaperAssistant, load_settings
 
-    import assistant.index as index_module
+    import assistant.index.store as index_module  # embed_texts is looked up there
 
     src = limited_copy(data, limit)
     pa = PaperAssistant(load_settings(store_dir=store, llm_backend="none"))

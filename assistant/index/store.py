@@ -1,0 +1,399 @@
+"""The store: Chroma (embedded or server) for vectors + a BM25 index beside it (its caches and
+corpus statistics are in cache.py). The store's layout, the revision stamped by every write, and
+why we write to chromadb directly are described in the package docstring (__init__.py).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import uuid
+from contextlib import contextmanager
+from copy import deepcopy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Optional
+from urllib.parse import urlparse
+
+import numpy as np
+
+from ..config import Settings
+from ..embed import embed_texts, make_embedder, model_signature
+from ..stats import CorpusStats, stats_key
+from ..types import Filters, Paper
+from .bm25 import Bm25Index
+from .cache import CacheMixin
+from .chunking import Chunker, chunk_metadata, content_hash, embedding_text
+
+SCHEMA_VERSION = 1
+
+
+class StoreError(RuntimeError):
+    pass
+
+
+class StoreMismatch(StoreError):
+    """The store was built with another embedding model or schema."""
+
+
+# ----------------------------------------------------------------------------- the store
+
+@dataclass
+class UpsertReport:
+    papers_new: int = 0
+    papers_updated: int = 0
+    papers_unchanged: int = 0
+    chunks_embedded: int = 0
+    chunks_removed: int = 0
+
+    def add(self, other: "UpsertReport") -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+@dataclass
+class _UpsertPlan:
+    """What one upsert_papers batch writes, worked out from the chunks stored before it."""
+    old_hash: dict[str, Optional[str]]  # stored chunk id → content hash
+    old_record: dict[str, Optional[str]]  # stored chunk id → paper record (chunk 0 only)
+    keep: set[str] = field(default_factory=set)  # chunk ids the papers still have
+    stale: list[str] = field(default_factory=list)  # stored chunk ids they no longer have
+    relabel_ids: list[str] = field(default_factory=list)
+    relabel_meta: list[dict] = field(default_factory=list)
+    new_ids: list[str] = field(default_factory=list)
+    new_docs: list[str] = field(default_factory=list)
+    new_meta: list[dict] = field(default_factory=list)
+    to_embed: list[str] = field(default_factory=list)
+    # for the corpus statistics
+    counted_before: list[Paper] = field(default_factory=list)
+    counted_now: list[Paper] = field(default_factory=list)
+
+
+def open_chroma_client(settings: Settings):
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    chroma_settings = ChromaSettings(anonymized_telemetry=False)
+    if settings.chroma_url:
+        url = urlparse(settings.chroma_url)
+        if not url.hostname:
+            raise StoreError(f"--chroma-url {settings.chroma_url!r} is not http://HOST:PORT")
+        try:
+            return chromadb.HttpClient(host=url.hostname, port=url.port or 8000,
+                                       ssl=url.scheme == "https", settings=chroma_settings)
+        except Exception as exc:
+            raise StoreError(f"cannot reach the Chroma server at {settings.chroma_url}: {exc}") from exc
+    settings.store_dir.mkdir(parents=True, exist_ok=True)
+    return chromadb.PersistentClient(path=str(settings.store_dir), settings=chroma_settings)
+
+
+class Store(CacheMixin):
+    """The persisted corpus: papers, chunks, vectors, BM25. Thread-safe for readers."""
+
+    def __init__(self, settings: Settings, embedder=None, rebuild: bool = False):
+        self.settings = settings
+        self.embedder = embedder or make_embedder(settings)
+        self.chunker = Chunker(settings.chunk_tokens, settings.chunk_overlap_tokens)
+        self.client = open_chroma_client(settings)
+        self.collection = self.client.get_or_create_collection(
+            settings.collection,
+            metadata={"hnsw:space": "cosine"},
+        )
+        self._lock = threading.RLock()
+        self._cache_revision: Optional[str] = None
+        self._bm25: Optional[Bm25Index] = None
+        self._papers: dict[str, Paper] = {}
+        self._stats: Optional[CorpusStats] = None
+        self._stats_revision: Optional[str] = None
+        # statistics kept up to date by the writes of an ingest, saved by finish_ingest
+        self._ingest_stats: Optional[CorpusStats] = None
+        self._local = threading.local()  # .depth: this thread is inside request()
+        if rebuild:  # `ingest --rebuild`: whatever model built the store, start it afresh
+            self.delete_all()
+        else:
+            self._check_manifest()
+
+    # -- manifest
+    @property
+    def cache_dir(self) -> Path:
+        return self.settings.store_dir / "cache"
+
+    def _collection_meta(self) -> dict:
+        return dict(self.collection.metadata or {})
+
+    def _check_manifest(self) -> None:
+        meta = self._collection_meta()
+        signature = model_signature(self.settings)
+        if "embed_model" not in meta:
+            if self.collection.count() == 0:
+                self._set_meta(embed_model=signature, schema=SCHEMA_VERSION, dim=0,
+                               revision=uuid.uuid4().hex)
+                return
+            raise StoreMismatch(
+                f"the store at {self.location()} has no manifest; rebuild it with "
+                f"`paper-assistant ingest --rebuild FILE...`")
+        if meta["embed_model"] != signature:
+            raise StoreMismatch(
+                f"the store at {self.location()} was built with embedding model "
+                f"{meta['embed_model']} ({meta.get('dim')}-d) but this run uses {signature}. "
+                f"Rebuild it with `paper-assistant ingest --rebuild FILE...` "
+                f"(or point --store at another folder).")
+        if int(meta.get("schema", 0)) > SCHEMA_VERSION:
+            raise StoreMismatch(
+                f"the store at {self.location()} has schema {meta['schema']}, newer than this "
+                f"version ({SCHEMA_VERSION}); upgrade paper-assistant or rebuild the store.")
+
+    def _set_meta(self, **values) -> None:
+        meta = {k: v for k, v in self._collection_meta().items() if not k.startswith("hnsw:")}
+        meta.update(values)
+        self.collection.modify(metadata=meta)
+
+    def revision(self) -> str:
+        # Re-read: a Collection object caches its metadata, and another process (an ingest
+        # running beside the server) may have written since.
+        fresh = self.client.get_collection(self.settings.collection)
+        # Follow it: a collection deleted and re-created elsewhere (`ingest --rebuild` beside a
+        # running server) has a new id, and the old Collection object would fail every query.
+        self.collection = fresh
+        return str((fresh.metadata or {}).get("revision", ""))
+
+    @contextmanager
+    def request(self):
+        """One request's reads (a search, a planned answer): the revision is read once, on
+        entry; inside, reads use the caches then found current instead of asking Chroma again
+        on every lookup. Re-entrant; per thread. A write in this process during the request
+        invalidates the caches, and the next read inside checks the revision again."""
+        local = self._local
+        depth = getattr(local, "depth", 0)
+        if depth == 0:
+            self._ensure_cache()
+        local.depth = depth + 1
+        try:
+            yield self
+        finally:
+            local.depth = depth
+
+    def _in_request(self) -> bool:
+        return getattr(self._local, "depth", 0) > 0
+
+    def location(self) -> str:
+        return self.settings.chroma_url or str(self.settings.store_dir)
+
+    def _write_manifest(self) -> None:
+        meta = self._collection_meta()
+        manifest = {
+            "embed_model": meta.get("embed_model"), "dim": meta.get("dim"),
+            "schema": meta.get("schema"), "revision": meta.get("revision"),
+            "papers": len(self.papers()), "chunks": self.collection.count(),
+            "chroma": self.settings.chroma_url or "embedded",
+            "collection": self.settings.collection,
+        }
+        self.settings.store_dir.mkdir(parents=True, exist_ok=True)
+        (self.settings.store_dir / "manifest.json").write_text(json.dumps(manifest, indent=2))
+
+    # -- writing
+    def upsert_papers(self, papers: list[Paper]) -> UpsertReport:
+        """Add or replace papers. Unchanged chunks are not re-embedded; stale chunks go."""
+        report = UpsertReport()
+        if not papers:
+            return report
+        with self._lock:
+            if self._ingest_stats is None:  # first write of an ingest: from the current stats
+                self._ingest_stats = deepcopy(self._current_stats())
+            # Stamp a new revision first: if we die mid-batch, caches are seen as stale.
+            self._set_meta(revision=uuid.uuid4().hex)
+            self._invalidate()
+            plan = self._plan_upsert(papers, report)
+            self._write_upsert(plan, report)
+            # written: count it (a batch that failed above is caught by the fingerprint check
+            # in _rebuild_cache, and the statistics are then rebuilt)
+            self._ingest_stats.remove(plan.counted_before)
+            self._ingest_stats.add(plan.counted_now)
+        return report
+
+    def _plan_upsert(self, papers: list[Paper], report: UpsertReport) -> _UpsertPlan:
+        """Compare `papers` with their stored chunks: what to embed, relabel and remove.
+        Counts new, updated and unchanged papers in `report`."""
+        ids = [p.paper_id for p in papers]
+        existing = self.collection.get(where={"paper_id": {"$in": ids}}, include=["metadatas"])
+        plan = _UpsertPlan(
+            old_hash={cid: m.get("hash") for cid, m in zip(existing["ids"], existing["metadatas"])},
+            old_record={cid: m.get("paper") for cid, m in zip(existing["ids"], existing["metadatas"])})
+        old_papers = {m["paper_id"] for m in existing["metadatas"]}
+        for paper in papers:
+            before = plan.old_record.get(f"{paper.paper_id}::0")
+            before_paper = Paper.model_validate_json(before) if before else None
+            if before_paper is None or stats_key(before_paper) != stats_key(paper):
+                if before_paper is not None:
+                    plan.counted_before.append(before_paper)
+                plan.counted_now.append(paper)
+            changed = self._plan_chunks(paper, plan)
+            if paper.paper_id not in old_papers:
+                report.papers_new += 1
+            elif changed:
+                report.papers_updated += 1
+            else:
+                report.papers_unchanged += 1
+        plan.stale = [cid for cid in plan.old_hash if cid not in plan.keep]
+        return plan
+
+    def _plan_chunks(self, paper: Paper, plan: _UpsertPlan) -> bool:
+        """Add one paper's chunks to `plan`; True when any of them must be (re-)embedded."""
+        changed = False
+        for chunk in self.chunker.chunk(paper):
+            digest = content_hash(paper, chunk)
+            plan.keep.add(chunk.chunk_id)
+            if plan.old_hash.get(chunk.chunk_id) == digest:
+                # same content from another place (line moved, other file): keep the
+                # vector, refresh the stored record's `source`
+                if chunk.index == 0 and plan.old_record.get(chunk.chunk_id) != paper.model_dump_json():
+                    plan.relabel_ids.append(chunk.chunk_id)
+                    plan.relabel_meta.append(chunk_metadata(paper, chunk, digest))
+                continue
+            changed = True
+            plan.new_ids.append(chunk.chunk_id)
+            plan.new_docs.append(chunk.text)
+            plan.new_meta.append(chunk_metadata(paper, chunk, digest))
+            plan.to_embed.append(embedding_text(paper, chunk.text))
+        return changed
+
+    def _write_upsert(self, plan: _UpsertPlan, report: UpsertReport) -> None:
+        """Apply `plan` to Chroma: remove stale chunks, relabel moved ones, embed the rest."""
+        if plan.stale:
+            self.collection.delete(ids=plan.stale)
+            report.chunks_removed = len(plan.stale)
+        if plan.relabel_ids:
+            self.collection.update(ids=plan.relabel_ids, metadatas=plan.relabel_meta)
+        if plan.new_ids:
+            vectors = embed_texts(self.embedder, plan.to_embed, self.settings.embed_batch_size)
+            self.collection.upsert(ids=plan.new_ids, documents=plan.new_docs,
+                                   metadatas=plan.new_meta, embeddings=vectors)
+            report.chunks_embedded = len(plan.new_ids)
+            if not self._collection_meta().get("dim"):
+                self._set_meta(dim=int(vectors.shape[1]))
+
+    def finish_ingest(self) -> None:
+        """Rebuild and persist the caches after writes, so the next reader starts fast."""
+        with self._lock:
+            self._ensure_cache(force=True)
+            self._write_manifest()
+
+    def delete_all(self) -> None:
+        with self._lock:
+            self.client.delete_collection(self.settings.collection)
+            self.collection = self.client.get_or_create_collection(
+                self.settings.collection, metadata={"hnsw:space": "cosine"})
+            self._set_meta(embed_model=model_signature(self.settings), schema=SCHEMA_VERSION,
+                           dim=0, revision=uuid.uuid4().hex)
+            self._invalidate()
+            self._ingest_stats = CorpusStats()
+            shutil.rmtree(self.cache_dir, ignore_errors=True)
+    # -- reading
+    def bm25(self) -> Bm25Index:
+        self._ensure_cache()
+        assert self._bm25 is not None
+        return self._bm25
+
+    def papers(self) -> dict[str, Paper]:
+        self._ensure_cache()
+        return self._papers
+
+    def paper(self, paper_id: str) -> Optional[Paper]:
+        return self.papers().get(paper_id)
+
+    def allowed_papers(self, filters: Optional[Filters]) -> Optional[set[str]]:
+        """Paper ids that pass `filters`, or None when there is no filter."""
+        if filters is None or filters.is_empty():
+            return None
+        return {pid for pid, p in self.papers().items() if paper_matches(p, filters)}
+
+    def dense_search(self, query_vector: np.ndarray, n: int,
+                     allowed: Optional[set[str]] = None) -> list[tuple[str, str, float, str]]:
+        """(chunk_id, paper_id, cosine similarity, chunk text), best first."""
+        self._ensure_cache()  # also picks up a collection re-created by another process
+        count = self.collection.count()
+        if count == 0 or (allowed is not None and not allowed):
+            return []
+        where = {"paper_id": {"$in": sorted(allowed)}} if allowed is not None else None
+        res = self.collection.query(query_embeddings=[query_vector.tolist()],
+                                    n_results=min(n, count), where=where,
+                                    include=["documents", "metadatas", "distances"])
+        out = []
+        for cid, doc, meta, dist in zip(res["ids"][0], res["documents"][0],
+                                        res["metadatas"][0], res["distances"][0]):
+            out.append((cid, meta["paper_id"], 1.0 - float(dist), doc))
+        return out
+
+    def paper_vectors(self, paper_ids: list[str]) -> np.ndarray:
+        """Each paper's mean chunk embedding, in the order given (zeros for unknown ids)."""
+        dim = int(self._collection_meta().get("dim") or 0)
+        if not paper_ids:
+            return np.zeros((0, dim), dtype=np.float32)
+        res = self.collection.get(where={"paper_id": {"$in": list(paper_ids)}},
+                                  include=["embeddings", "metadatas"])
+        sums: dict[str, np.ndarray] = {}
+        for emb, meta in zip(res["embeddings"], res["metadatas"]):
+            v = np.asarray(emb, dtype=np.float32)
+            sums[meta["paper_id"]] = sums.get(meta["paper_id"], 0) + v
+        dim = dim or next((len(v) for v in sums.values()), 0)
+        return np.stack([sums.get(pid, np.zeros(dim, dtype=np.float32)) for pid in paper_ids])
+
+    def chunk_texts(self, chunk_ids: list[str]) -> dict[str, str]:
+        if not chunk_ids:
+            return {}
+        res = self.collection.get(ids=chunk_ids, include=["documents"])
+        return dict(zip(res["ids"], res["documents"]))
+
+    def stats(self) -> dict:
+        papers = self.papers()  # first: refreshes the collection (and its metadata)
+        meta = self._collection_meta()
+        return {
+            "papers": len(papers),
+            "chunks": self.collection.count(),
+            "embed_model": meta.get("embed_model"),
+            "dim": meta.get("dim"),
+            "schema": meta.get("schema"),
+            "store": self.location(),
+            "chroma": "server" if self.settings.chroma_url else "embedded",
+            "collection": self.settings.collection,
+        }
+
+    def facets(self, authors: int = 50) -> dict:
+        """Values for the UI's filters, from the corpus statistics (not the paper table): every
+        category, the year range, how many authors, and only the `authors` most prolific names
+        (the page searches the rest as the user types: CorpusStats.author_suggestions)."""
+        stats = self.corpus_stats()
+        year_min, year_max = stats.year_range()
+        return {"categories": sorted(stats.categories),
+                "authors": stats.author_suggestions("", authors),
+                "author_count": len(stats.authors), "year_min": year_min, "year_max": year_max}
+
+
+def paper_matches(paper: Paper, filters: Filters) -> bool:
+    if filters.categories:
+        cat = (paper.category or "").lower()
+        wanted = [c.lower() for c in filters.categories]
+        # a filter matches the exact category or its area ("Deep Learning" ⊃ "Deep Learning · Theory")
+        if not any(cat == w or cat.startswith(w + " ·") or w in [x.strip() for x in cat.split(",")]
+                   for w in wanted):
+            return False
+    if filters.authors:
+        names = [a.lower() for a in paper.authors]
+        if not any(w.lower() in n for w in filters.authors for n in names):
+            return False
+    if filters.year_min is not None and (paper.year is None or paper.year < filters.year_min):
+        return False
+    if filters.year_max is not None and (paper.year is None or paper.year > filters.year_max):
+        return False
+    return True
+
+
+def iter_batches(items: Iterable, size: int):
+    batch = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
