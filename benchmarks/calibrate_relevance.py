@@ -20,7 +20,6 @@ the 30: the lowest probability at which at most 2% of the held-out out-of-corpus
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import random
 import sys
@@ -32,8 +31,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpora import (DATA, ROOT, available, corpus_titles, evidence_question, open_corpus,  # noqa: E402
-                     read_jsonl, scifact_claims, seed_ids_by_key)
+from corpora import (DATA, ROOT, available, corpus_titles, evidence_question, held_out,  # noqa: E402
+                     open_corpus, read_jsonl, scifact_claims, seed_ids_by_key)
 
 from assistant.answer.ground import SentenceEmbeddings  # noqa: E402
 from assistant.answer.query import question_core, topic_of  # noqa: E402
@@ -55,8 +54,7 @@ class Labelled:
 
     def held_out(self) -> bool:
         # split by the underlying question, so a question and its leave-one-out twin stay together
-        base = self.qid.split("#")[0]
-        return int(hashlib.md5(base.encode()).hexdigest(), 16) % 10 < 3
+        return held_out(self.qid.split("#")[0])
 
 
 def with_loo(item: Labelled, kind: str = "loo") -> list[Labelled]:

@@ -260,16 +260,19 @@ class Judge:
 
     @property
     def summary_threshold(self) -> float:
+        """Membership of a paper already known to be on topic (a summary's papers, a compare
+        side the user names): never stricter than the question gate."""
         fitted = self.model.summary_threshold
         own = self.policy.summary_threshold
-        return own if own is not None else (fitted if fitted is not None else self.threshold)
+        chosen = own if own is not None else (fitted if fitted is not None else self.threshold)
+        return min(chosen, self.threshold)
 
     def members(self, judged: Sequence[Judged]) -> list[Judged]:
         """A summary's papers: none unless its best paper passes the question gate (is there
         anything on this at all?), then every paper at the summary threshold (which belong?)."""
         if not self.relevant(judged[:1]):
             return []
-        return self.relevant(judged, min(self.summary_threshold, self.threshold))
+        return self.relevant(judged, self.summary_threshold)
 
     def relevant(self, judged: Sequence[Judged], threshold: Optional[float] = None) -> list[Judged]:
         cut = self.threshold if threshold is None else threshold
