@@ -1,0 +1,203 @@
+"""Requests to the OpenAI-compatible API: OpenAI-shaped errors, the request models, parsing and
+limits (body size, message count), and the approximate usage figures."""
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Literal, Optional, Union
+
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..conversation import MODES, AnswerMemory, make_filters, message_text, turns_from_messages
+from ..types import Filters, Turn
+
+
+# ----------------------------------------------------------------------------- errors
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str, type_: str = "invalid_request_error",
+                 param: Optional[str] = None, code: Optional[str] = None):
+        super().__init__(message)
+        self.status, self.message, self.type, self.param, self.code = status, message, type_, param, code
+
+    def body(self) -> dict:
+        return {"error": {"message": self.message, "type": self.type, "param": self.param,
+                          "code": self.code}}
+
+    def response(self) -> JSONResponse:
+        headers = {"WWW-Authenticate": "Bearer"} if self.status == 401 else None
+        return JSONResponse(self.body(), status_code=self.status, headers=headers)
+
+
+def backend_error(exc: BaseException) -> ApiError:
+    """Engine/store failures → 503 (the back end is unavailable), anything else → 500."""
+    from ..index import StoreError
+
+    if isinstance(exc, (StoreError, ConnectionError, TimeoutError, OSError)):
+        return ApiError(503, f"the paper store is unavailable: {type(exc).__name__}: {exc}",
+                        "server_error", code="backend_unavailable")
+    try:
+        from ..llm import BackendError
+
+        if isinstance(exc, BackendError):
+            return ApiError(503, f"the language model is unavailable: {exc}", "server_error",
+                            code="backend_unavailable")
+    except ImportError:  # pragma: no cover
+        pass
+    return ApiError(500, f"internal error while answering ({type(exc).__name__})", "server_error",
+                    code="internal_error")
+
+
+class OpenAIRoute(APIRoute):
+    """Routes whose errors (ours and FastAPI's validation) come back in OpenAI's error shape."""
+
+    def get_route_handler(self) -> Callable:
+        handler = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except ApiError as e:
+                return e.response()
+            except RequestValidationError as e:
+                return ApiError(400, _validation_message(e.errors())).response()
+
+        return route
+
+
+def _validation_message(errors: list) -> str:
+    if not errors:
+        return "invalid request"
+    e = errors[0]
+    loc = ".".join(str(x) for x in e.get("loc", ()) if x not in ("body",))
+    return f"{loc}: {e.get('msg', 'invalid value')}" if loc else str(e.get("msg", "invalid request"))
+
+
+# ----------------------------------------------------------------------------- request models
+
+class FilterBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    categories: list[str] = Field(default_factory=list)
+    authors: list[str] = Field(default_factory=list)
+    year_min: Optional[int] = None
+    year_max: Optional[int] = None
+
+    @field_validator("categories", "authors", mode="before")
+    @classmethod
+    def _one_or_many(cls, v):
+        if v is None:
+            return []
+        return [v] if isinstance(v, str) else v
+
+
+class ContentPart(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    type: str
+    text: Optional[str] = None
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: Union[str, list[ContentPart], None] = None
+    citations: Optional[list[dict[str, Any]]] = None
+    paper_ids: Optional[list[str]] = None
+
+
+class ChatRequest(BaseModel):
+    # Sampling options (temperature, max_tokens, ...) are accepted and ignored: the engine
+    # decides how answers are written.
+    model_config = ConfigDict(extra="allow")
+    model: Optional[str] = None
+    messages: list[Message]
+    stream: bool = False
+    stream_options: Optional[dict[str, Any]] = None
+    n: Optional[int] = None
+    mode: Optional[Literal[MODES]] = None
+    filters: Optional[FilterBody] = None
+    k: Optional[int] = Field(default=None, ge=1, le=100)
+
+
+def parse_request(data: Any, memory: Optional[AnswerMemory] = None,
+                  max_messages: Optional[int] = None) -> tuple[ChatRequest, str, list[Turn]]:
+    """Validate a chat request → (request, last user message, history turns); ApiError(400/413)."""
+    if not isinstance(data, dict):
+        raise ApiError(400, "the request body must be a JSON object")
+    _check_message_count(data.get("messages"), max_messages)
+    try:
+        req = ChatRequest.model_validate(data)
+    except ValidationError as e:
+        errs = e.errors()
+        param = ".".join(str(x) for x in errs[0].get("loc", ())) if errs else None
+        raise ApiError(400, _validation_message(errs), param=param or None) from None
+    if req.n not in (None, 1):
+        raise ApiError(400, "only n=1 is supported", param="n")
+    convo = [m for m in req.messages if m.role in ("user", "assistant")]
+    if not req.messages:
+        raise ApiError(400, "messages must contain at least one message", param="messages")
+    if not convo or convo[-1].role != "user" or req.messages[-1].role not in ("user", "system",
+                                                                              "developer"):
+        raise ApiError(400, "the last message must come from the user", param="messages")
+    message = message_text(convo[-1].model_dump()["content"]).strip()
+    if not message:
+        raise ApiError(400, "the last user message is empty", param="messages")
+    history = turns_from_messages([m.model_dump() for m in convo[:-1]],
+                                  recall=memory.recall if memory is not None else None)
+    return req, message, history
+
+
+def _check_message_count(messages: Any, max_messages: Optional[int]) -> None:
+    # Checked before validation, so a huge list is refused without building a model per item.
+    if max_messages is not None and isinstance(messages, list) and len(messages) > max_messages:
+        raise ApiError(413, f"too many messages: {len(messages)} (at most {max_messages}); "
+                            f"send only the recent part of the conversation",
+                       param="messages", code="too_many_messages")
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refused with 413 as soon as it exceeds `limit` bytes (whether or not
+    the client declared its length), so an oversized body is never held in memory whole."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+    body, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(limit)
+        body.append(chunk)
+    return b"".join(body)
+
+
+def _too_large(limit: int) -> ApiError:
+    return ApiError(413, f"the request body is larger than {limit} bytes",
+                    code="request_too_large")
+
+
+def parse_body(body: bytes) -> Any:
+    """JSON of the body; anything the decoder refuses (bad syntax, bytes that are not UTF-8,
+    nesting past the recursion limit, an integer of thousands of digits) is a 400."""
+    try:
+        return json.loads(body or b"null")
+    except (ValueError, RecursionError) as e:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        reason = "nested too deeply" if isinstance(e, RecursionError) else str(e)
+        raise ApiError(400, f"the request body is not valid JSON: {reason}") from None
+
+
+def request_filters(req: ChatRequest) -> Optional[Filters]:
+    return make_filters(**req.filters.model_dump()) if req.filters is not None else None
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def usage(history: list[Turn], message: str, answer_text: str) -> dict:
+    # Approximate: whitespace-separated words, not model tokens (the engine may not use a model).
+    prompt = sum(_words(t.content) for t in history) + _words(message)
+    completion = _words(answer_text)
+    return {"prompt_tokens": prompt, "completion_tokens": completion,
+            "total_tokens": prompt + completion}
