@@ -248,7 +248,7 @@ def test_summarize_them_summarises_the_previous_papers(pa):
     ("ebgan", "Energy-based Generative Adversarial Network", False),  # lower case is a word, not initials
 ])
 def test_an_acronym_side_finds_the_title_it_abbreviates(side, title, expected):
-    from assistant.answer.plan import abbreviates
+    from assistant.answer.naming import abbreviates
 
     assert abbreviates(side, title) is expected
 

@@ -56,7 +56,8 @@ def test_a_topic_made_only_of_request_words_falls_back_to_the_message():
 
 
 # ---------------------------------------------------------------- references to earlier answers
-from assistant.answer.query import compare_targets, parse, split_parts  # noqa: E402
+from assistant.answer.query import parse, split_parts  # noqa: E402
+from assistant.answer.sides import compare_targets  # noqa: E402
 from assistant.types import Turn  # noqa: E402
 
 TEXTS = {"A": "Causal discovery from multiple views", "B": "Federated causal effect estimation",

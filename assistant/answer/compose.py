@@ -11,20 +11,13 @@ from typing import Optional
 
 from ..prompts import render
 from ..types import Paper
+from .aspects import ASPECT_CUES
 from .ground import NUMBER_RE, QUANTITY_RE, Source, safe_sentences
 from ..text import shorten, stems, terms
 
-ASPECTS = {
-    "Problem": re.compile(r"\b(however|yet|challeng|problem|limit|bottleneck|remains|difficult|"
-                          r"lack|vulnerab|costly|expensive|fail|suffer)", re.I),
-    "Approach": re.compile(r"\b(we (propose|present|introduce|develop|design|leverage|view|formul|"
-                           r"argue|analy[sz]e|study|address|derive|build)|this paper|in this (work|paper)|"
-                           r"our (method|approach|framework))", re.I),
-    "Evidence": re.compile(r"\b(experiment|evaluat|benchmark|dataset|simulat|empiric|validat|"
-                           r"test(ed|s)? on|across \w+ (models|tasks|datasets))", re.I),
-    "Key result": re.compile(r"(outperform|achiev|improv|reduc|speed-?up|\d+(\.\d+)?%|"
-                             r"state-of-the-art|we (show|find|prove)|demonstrat|surpass|matching)", re.I),
-}
+# the comparison table's rows → the cue words of that aspect (aspects.py)
+ASPECTS = {"Problem": ASPECT_CUES["problem"], "Approach": ASPECT_CUES["approach"],
+           "Evidence": ASPECT_CUES["evidence"], "Key result": ASPECT_CUES["result"]}
 
 
 def source_block(source: Source) -> str:

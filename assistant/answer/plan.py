@@ -13,13 +13,14 @@ from typing import Callable, Optional
 
 from ..config import Settings
 from ..retrieve import Retriever
-from ..text import distinctive_tokens, normalise, terms
+from ..text import distinctive_tokens, terms
 from ..types import Filters, Hit, Intent, LiteratureTable, Paper, TableRow, Turn
 from . import compose
 from .ground import SentenceEmbeddings, Source, evidence_for
 from .query import (Query, asks_previous_papers, paper_id_in, parse, shown_lists, similar_target,
                     table_request)
 from .relevance import Judge, Judged, authors_named
+from .naming import names_paper, names_title, new_terms, title_names
 from .themes import Theme, themes
 
 SINGULAR_RE = re.compile(r"\b(which|what) (paper|work|article|study|method)\b|\bthe paper\b", re.I)
@@ -382,41 +383,6 @@ def as_hit(paper: Paper) -> Hit:
     return Hit(paper=paper, score=1.0, snippet=paper.abstract[:300])
 
 
-def names_paper(target: str, paper: Paper) -> bool:
-    names = distinctive_tokens(target) or [target]
-    text = normalise(paper.title + " " + paper.abstract)
-    return any(normalise(n) in text for n in names)
-
-
-def title_names(target: str, paper: Paper) -> bool:
-    """The side is the paper's title, or the method name its title starts with
-    ("Energy-based GANs" is "Energy-based Generative Adversarial Network", not
-    "Calibrating Energy-based GANs")."""
-    t = " ".join(normalise(target).split())
-    title = " ".join(normalise(paper.title).split())
-    head = re.split(r"[:—–]| - ", title)[0].strip()
-    return bool(t) and (t == title or t == head or (len(t) >= 4 and title.startswith(t + " ")
-                                                     and len(t.split()) >= 2)
-                        or abbreviates(target.strip(), paper.title))
-
-
-def abbreviates(acronym: str, title: str) -> bool:
-    """"EBGAN" for "Energy-based Generative Adversarial Network": an all-capitals side spelt by
-    the initials of consecutive title words (hyphenated parts count as words), so a paper
-    whose title never writes its acronym is still found by it."""
-    letters = re.sub(r"[^A-Za-z]", "", acronym)
-    if not (3 <= len(letters) <= 10 and acronym.replace("-", "").isupper()):
-        return False
-    initials = "".join(w[0] for w in re.findall(r"[A-Za-z][\w']*", title)).upper()
-    return letters.upper() in initials
-
-
-def new_terms(topic: str, papers: list[Paper]) -> bool:
-    """Does a summary request name a topic beyond the papers it refers to ("summarize them")?"""
-    words = [t for t in terms(topic) if t not in ("them", "these", "those", "both", "two", "three")]
-    return bool(words) and not all(any(names_paper(w, p) for p in papers) for w in words)
-
-
 def previous_user_message(history: list[Turn]) -> str:
     return next((t.content for t in reversed(history) if t.role == "user"), "")
 
@@ -426,17 +392,3 @@ def safe_first(paper: Paper) -> list[str]:
     from .ground import safe_sentences
 
     return safe_sentences(paper)[:1] or [paper.abstract]
-
-
-def names_title(name: str, paper: Paper) -> bool:
-    """Does `name` name this paper: its title, the head of its title ("Verbalized Sampling" for
-    "Verbalized Sampling (VS): simple, …") or a distinctive token of its title ("DualGraph")?
-    Stricter than `title_names`: a label derived from an abstract often starts with a topic
-    ("Causal inference typically assumes …"), and a topic is not a name."""
-    t = " ".join(normalise(name).split())
-    title = " ".join(normalise(paper.title).split())
-    head = re.split(r"[:—–(]| - ", paper.title)[0]
-    if t and t in (title, " ".join(normalise(head).split())):
-        return True
-    tokens = distinctive_tokens(name)
-    return bool(tokens) and all(normalise(tok) in title.split() for tok in tokens)

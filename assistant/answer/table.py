@@ -19,6 +19,7 @@ from typing import Callable
 import numpy as np
 
 from ..types import LiteratureTable, Paper
+from .aspects import ASPECT_CUES
 from .ground import safe_sentences
 
 Embed = Callable[[list[str]], np.ndarray]
@@ -54,23 +55,6 @@ ASPECT_WORDS = {
     "task": "task", "tasks": "task", "application": "task",
     "theory": "theory", "guarantee": "theory", "guarantees": "theory", "bounds": "theory",
 }
-# What a sentence about each aspect usually says in an abstract. MiniLM alone places "we
-# evaluate on ImageNet" hardly nearer to "data" than "we propose X", so a sentence that also has
-# the aspect's cue words scores a bonus (settings.table_cue_bonus); aspects without cues
-# (anything the user names) rank by meaning alone.
-ASPECT_CUES = {
-    "problem": re.compile(r"\b(however|yet|challeng|problem|limit|bottleneck|remains?|difficult|lack|"
-                          r"fails?\b|suffer|costly|expensive|unclear|open question)", re.I),
-    "method": re.compile(r"\b(we (propose|present|introduce|develop|design|formul|derive|build)|"
-                         r"our (method|approach|framework|model|algorithm)|this (paper|work) "
-                         r"(proposes|presents|introduces))", re.I),
-    "data": re.compile(r"\b(datasets?|benchmarks?|corpus|corpora|real-world|synthetic|simulated|"
-                       r"simulations?|experiments? (on|across|with)|evaluat\w*\b[^.]{0,30}?\b(on|across)|"
-                       r"trained on|tested on|samples|images|patients|subjects)\b", re.I),
-    "result": re.compile(r"(outperform|achiev|improv|reduc|speed-?up|\d+(\.\d+)?\s?%|"
-                         r"state-of-the-art|we (show|find|prove)|demonstrat|surpass|gains?\b)", re.I),
-}
-
 # where a long sentence may be cut into clauses; a cell is the best clause (or run of clauses)
 CLAUSE_BREAK_RE = re.compile(r",\s+|;\s+|:\s+|\s+—\s+|\s+–\s+|\s+\(|\)\s+|"
                              r"\s+(?=(?:which|while|whereas|where|and we|but)\b)")
@@ -89,7 +73,10 @@ def aspect_query(aspect: str) -> str:
 
 
 def cue_matrix(aspects: list[str], sents: list[str]) -> np.ndarray:
-    """1 where a sentence has the cue words of an aspect (aspects × sentences)."""
+    """1 where a sentence has the cue words of an aspect (aspects × sentences). MiniLM alone
+    places "we evaluate on ImageNet" hardly nearer to "data" than "we propose X", so a sentence
+    that also has the aspect's cue words (aspects.py) scores a bonus (settings.table_cue_bonus);
+    aspects without cues (anything the user names) rank by meaning alone."""
     cues = [ASPECT_CUES.get(canonical(a)) for a in aspects]
     return np.array([[1.0 if c is not None and c.search(s) else 0.0 for s in sents] for c in cues])
 

@@ -1,0 +1,60 @@
+"""Does a phrase name a paper? Comparison sides, table requests and summary topics are
+matched to papers by their titles, the method name a title starts with, an acronym spelt by a
+title's initials, or a distinctive token — before any relevance model is asked."""
+from __future__ import annotations
+
+import re
+
+from ..text import distinctive_tokens, normalise, terms
+from ..types import Paper
+
+
+def names_paper(target: str, paper: Paper) -> bool:
+    """Does the target (its distinctive tokens, or the whole phrase) occur anywhere in the
+    paper's title or abstract? The loosest test: a mention, not a name."""
+    names = distinctive_tokens(target) or [target]
+    text = normalise(paper.title + " " + paper.abstract)
+    return any(normalise(n) in text for n in names)
+
+
+def names_title(name: str, paper: Paper) -> bool:
+    """Does `name` name this paper: its title, the head of its title ("Verbalized Sampling" for
+    "Verbalized Sampling (VS): simple, …") or a distinctive token of its title ("DualGraph")?
+    Stricter than `title_names`: a label derived from an abstract often starts with a topic
+    ("Causal inference typically assumes …"), and a topic is not a name."""
+    t = " ".join(normalise(name).split())
+    title = " ".join(normalise(paper.title).split())
+    head = re.split(r"[:—–(]| - ", paper.title)[0]
+    if t and t in (title, " ".join(normalise(head).split())):
+        return True
+    tokens = distinctive_tokens(name)
+    return bool(tokens) and all(normalise(tok) in title.split() for tok in tokens)
+
+
+def title_names(target: str, paper: Paper) -> bool:
+    """The side is the paper's title, or the method name its title starts with
+    ("Energy-based GANs" is "Energy-based Generative Adversarial Network", not
+    "Calibrating Energy-based GANs")."""
+    t = " ".join(normalise(target).split())
+    title = " ".join(normalise(paper.title).split())
+    head = re.split(r"[:—–]| - ", title)[0].strip()
+    return bool(t) and (t == title or t == head or (len(t) >= 4 and title.startswith(t + " ")
+                                                     and len(t.split()) >= 2)
+                        or abbreviates(target.strip(), paper.title))
+
+
+def abbreviates(acronym: str, title: str) -> bool:
+    """"EBGAN" for "Energy-based Generative Adversarial Network": an all-capitals side spelt by
+    the initials of consecutive title words (hyphenated parts count as words), so a paper
+    whose title never writes its acronym is still found by it."""
+    letters = re.sub(r"[^A-Za-z]", "", acronym)
+    if not (3 <= len(letters) <= 10 and acronym.replace("-", "").isupper()):
+        return False
+    initials = "".join(w[0] for w in re.findall(r"[A-Za-z][\w']*", title)).upper()
+    return letters.upper() in initials
+
+
+def new_terms(topic: str, papers: list[Paper]) -> bool:
+    """Does a summary request name a topic beyond the papers it refers to ("summarize them")?"""
+    words = [t for t in terms(topic) if t not in ("them", "these", "those", "both", "two", "three")]
+    return bool(words) and not all(any(names_paper(w, p) for p in papers) for w in words)
