@@ -212,6 +212,34 @@ def test_stream_shows_papers_before_the_model_speaks(pa):
     assert kinds[-1] == "final" and "token" in kinds
 
 
+def test_the_source_is_shown_before_the_model_writes(pa):
+    """The lead naming the answer's paper comes at once, before any prose: the model's first
+    checked sentence takes seconds, the papers are known when planning ends."""
+
+    class Watched(ScriptedLLM):
+        @llm_chat_callback()
+        def stream_chat(self, messages, **kw):
+            self.seen.append("model started")
+            yield from super().stream_chat(messages, **kw)
+
+    llm = Watched(reply="Top-W is a geometry-aware truncation rule [1].", seen=[])
+    pa.engine._llm = llm
+    pa.engine.settings = pa.engine.settings.model_copy(update={"llm_backend": "local"})
+    stream = pa.ask_stream("What is Top-W?")
+    kind, _ = next(stream)
+    kind, lead = next(stream)
+    assert kind == "token" and llm.seen == []  # shown before the model was asked
+    assert lead == "From *Top-W* (Gholamidavoodi et al.) [1]:"  # the seed listing has no years
+    final = [payload for k, payload in stream if k == "final"][0]
+    assert final.answer.startswith(lead) and "truncation rule [1]" in final.answer
+    assert first_authors(final) == ["Arash Gholamidavoodi"]
+
+
+def test_no_lead_without_a_model(pa):
+    answer = pa.ask("What is Top-W?")  # backend none: the extracts name the paper themselves
+    assert not answer.answer.startswith("From ") and "[1]" in answer.answer
+
+
 # ---------------------------------------------------------------- injection
 def test_instructions_inside_an_abstract_are_data(tmp_path):
     settings = load_settings(store_dir=tmp_path / "store", llm_backend="none")

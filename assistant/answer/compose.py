@@ -163,6 +163,22 @@ def authors_answer(sources: list[Source]) -> str:
     return " ".join(parts)
 
 
+def lead(sources: list[Source]) -> str:
+    """"From *Top-W* (Gholamidavoodi et al., 2025) [1]:" — the papers an answer rests on, known
+    before the model writes a word, so the reader sees the answer's source at once instead of
+    waiting for the model's first checked sentence."""
+    named = [f"*{short_name(s.paper)}*{_by(s.paper)} [{s.n}]" for s in sources]
+    listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+    return f"From {listed}:"
+
+
+def _by(paper: Paper) -> str:
+    first = paper.authors[0].split()[-1] if paper.authors else ""
+    who = first + (" et al." if len(paper.authors) > 1 else "")
+    meta = ", ".join(x for x in (who, str(paper.year or "")) if x)
+    return f" ({meta})" if meta else ""
+
+
 def extracts(sources: list[Source], words: int = 45) -> str:
     lines = []
     for s in sources:

@@ -63,6 +63,8 @@ class AnswerEngine:
         plan = turn.plan
         checked = CheckedProse(self.grounder, plan.sources, allowed=question_allowance(message))
         llm = self._get_llm(plan.notices)
+        if llm is not None and plan.lead:
+            yield turn.show(turn.sep() + turn.numbering.apply(plan.lead))
         if llm is not None:
             try:
                 for delta in self._stream_llm(llm, plan.prompt, plan.max_tokens):

@@ -36,6 +36,7 @@ class TurnPlan:
     retrieved: list[Hit] = field(default_factory=list)
     sources: list[Source] = field(default_factory=list)
     prefix: str = ""  # pipeline-written, cited text shown before the model's prose
+    lead: str = ""  # which papers the prose rests on, shown at once when a model will write it
     prompt: Optional[str] = None  # None: no prose from the model for this turn
     prose_heading: str = ""
     fallback: str = ""  # cited extracts used when the model fails or says nothing supported
@@ -118,6 +119,7 @@ class Planner:
         if not content:
             return plan
         plan.prompt = compose.question_prompt(content, plan.sources, previous=previous)
+        plan.lead = "" if plan.prefix else compose.lead(plan.sources)
         plan.fallback = compose.extracts(plan.sources)
         plan.notices += compose.unanswered_parts(content, plan.sources)
         return plan
