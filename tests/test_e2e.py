@@ -55,8 +55,9 @@ def test_local_model_streams_a_cited_answer(local_pa):
     kinds = [k for k, _ in events]
     assert kinds[0] == "retrieved"
     answer = events[-1][1]
-    # checked prose is released sentence by sentence, before the final answer
-    assert "token" in kinds[1:-1]
+    # the lead naming the paper comes first, then checked prose sentence by sentence
+    tokens = [payload for kind, payload in events[1:-1] if kind == "token"]
+    assert tokens[0].startswith("From ") and "[1]" in tokens[0] and len(tokens) >= 2
     assert "Extracts from" not in answer.answer  # the model's prose passed the check
     assert not any("failed" in n or "unavailable" in n for n in answer.notices), answer.notices
     assert _cited_first_authors(answer) == {"zhixuan ma"}
