@@ -123,6 +123,15 @@ def test_new_questions_do_not_refer_back(message):
     assert parse(message, convo(["A", "B"])).references == []
 
 
+@pytest.mark.parametrize("message", [
+    "How do Top-W and Verbalized Sampling use their samples differently?",
+    "What do Top-W and Verbalized Sampling have in common?",
+    "Top-W versus Verbalized Sampling: any methodological overlap?",
+])
+def test_ways_of_asking_for_a_comparison(message):
+    assert parse(message, []).intent == "compare"
+
+
 def test_compare_keeps_named_sides_and_drops_references():
     q = parse("Compare it with Top-W", convo(["Y"]))
     assert q.references == ["Y"] and q.targets == ["Top-W"]
@@ -145,6 +154,13 @@ def test_compare_keeps_named_sides_and_drops_references():
      ["spectral clustering (graph cuts)", "random walks"]),
     ("Contrast the graph cuts paper and the random walks paper as views on clustering.",
      ["graph cuts", "random walks"]),
+    # "between" inside a description is not the comparison's; a remark after a dash is no side
+    ("the paper bounding inference on meshes versus the one linking regions between two "
+     "scans — any overlap?", ["bounding inference meshes", "linking regions between two scans"]),
+    # a question in a new sentence after the sides is no part of the last side
+    ("Two sampling papers: the one truncating by geometry and the one prompting for a "
+     "distribution. How do they differ?",
+     ["truncating by geometry (Two sampling)", "prompting for a distribution (Two sampling)"]),
 ])
 def test_compare_targets(message, targets):
     assert compare_targets(message) == targets

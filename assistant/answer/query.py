@@ -23,7 +23,7 @@ from .sides import compare_targets
 
 COMPARE_RE = re.compile(
     r"\b(compare|comparing|comparison|contrast|versus|vs\.?|differ|differs|different from|"
-    r"difference|differences|how does .+ relate to|which is better)\b", re.I)
+    r"difference|differences|differently|in common|overlaps?|how does .+ relate to|which is better)\b", re.I)
 SUMMARY_RE = re.compile(
     r"\b(summari[sz]e|summary|summaries|overview|survey|landscape|review of|rundown|"
     r"what (does|do) (this|the) (collection|corpus|library|papers?) (say|have|contain|cover)|"

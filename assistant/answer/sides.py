@@ -27,9 +27,13 @@ HOW_CLAUSE_RE = re.compile(rf"(\b{SIDE_NOUN})\s+(?:as|in terms of|with respect t
 # global error", "the goal-oriented one", "the geometric Littlewood-Offord paper (…)"
 SIDE_START = rf"the\s+(?:[\w'()-]+\s+){{0,5}}?{SIDE_NOUN}\b"
 DESCRIPTION_RE = re.compile(rf"^{SIDE_START}", re.I)
+DESCRIPTION_SEARCH_RE = re.compile(rf"\b{SIDE_START}", re.I)
 SIDE_SPLIT_RE = re.compile(rf"\s*[,;]?\s+(?:with|and|to|versus|vs\.?|against|(?:differs?|different)\s+from|from)"
                            rf"\s+(?={SIDE_START})", re.I)
 SIDE_SCAFFOLD_RE = re.compile(rf"^the\s+|\b{SIDE_NOUN}\b|\b(?:that|which|who|where|on|about)\b", re.I)
+# after the last side, a remark or a new sentence is not part of it ("… brain regions — any
+# methodological overlap?", "… hidden confounders. How do they use the features differently?")
+REMARK_RE = re.compile(r"\s+[—–]\s+.*$|\s+-\s+.*$|(?<=\w)[.;:]\s+(?=[A-Z]).*$", re.S)
 # "the two … papers for X:" before a colon says what both sides share
 SHARED_RE = re.compile(r"\bthe\s+(?:two|both)\b|\b(?:papers|works|studies|articles|ones)\b", re.I)
 
@@ -41,7 +45,10 @@ def compare_targets(message: str) -> list[str]:
     body = m.group(1) if m else message
     body = re.sub(r"[?.!]+$", "", body.strip())
     body = re.sub(r"^(how|in what way|what)\s+(does|do|is|are)\s+", "", body, flags=re.I)
-    described = described_sides(body)
+    # "between" may sit inside a described side ("… causal graphs between brain regions"):
+    # sides described from the message's first "the … paper" are tried as well
+    first = DESCRIPTION_SEARCH_RE.search(message)
+    described = described_sides(body) or (described_sides(message[first.start():]) if first else [])
     if described:
         return described
     parts = [p for p in SPLIT_TARGETS_RE.split(body) if p and p.strip()]
@@ -71,6 +78,6 @@ def described_sides(body: str) -> list[str]:
     sides = [s for s in SIDE_SPLIT_RE.split(body.strip()) if s.strip()]
     if len(sides) < 2:
         return []
-    sides[-1] = HOW_CLAUSE_RE.sub(r"\1", sides[-1])  # "… the sycophancy paper as views on failure modes"
+    sides[-1] = HOW_CLAUSE_RE.sub(r"\1", REMARK_RE.sub("", sides[-1]))  # "… the sycophancy paper as views on failure modes"
     out = [" ".join(SIDE_SCAFFOLD_RE.sub(" ", s).split()).strip(" ,;") for s in sides]
     return [f"{s} ({shared})" if shared else s for s in out if s]
