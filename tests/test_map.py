@@ -257,16 +257,20 @@ def test_page_map_tab_draws_hovers_clicks_and_rings_cited_papers(page, server, t
     tip.wait_for(state="visible")
     paper = pa.store.paper(data["id"][i])
     assert paper.title[:40] in tip.inner_text() and paper.authors[0] in tip.inner_text()
-    # the screenshot: docs/map.png with PAPER_ASSISTANT_MAP_SCREENSHOT, else a temporary file
-    shot = Path(os.environ.get("PAPER_ASSISTANT_MAP_SCREENSHOT") or tmp_path / "map.png")
-    page.screenshot(path=str(shot), full_page=False)
-    assert shot.stat().st_size > 10_000
     # click: the paper's card, with its two buttons
     page.mouse.click(x, y)
     card = page.locator("#pa-map-card .map-card")
     card.wait_for()
     assert card.get_attribute("data-paper-id") == paper.paper_id
     assert card.locator("button.map-ask").count() == 1
+    assert paper.authors[0] in card.inner_text()
+    # the screenshot (card, tooltip, ringed citation): docs/map.png with
+    # PAPER_ASSISTANT_MAP_SCREENSHOT, else a temporary file
+    page.mouse.move(x + 1, y)
+    tip.wait_for(state="visible")
+    shot = Path(os.environ.get("PAPER_ASSISTANT_MAP_SCREENSHOT") or tmp_path / "map.png")
+    page.screenshot(path=str(shot), full_page=False)
+    assert shot.stat().st_size > 10_000
     # "More like this" goes to the chat, which answers with the paper's neighbours
     n_before = page.locator("#pa-chat [data-testid='bot']").count()
     card.locator("button.map-more").click()
@@ -303,6 +307,9 @@ def test_page_literature_table_screenshot(page, tmp_path):
     _ask(page, "Make a table of the papers on causal inference: method, data")
     table = page.locator("#pa-chat [data-testid='bot']").last.locator("table")
     assert table.count() == 1 and "Method" in table.inner_text()
+    # every column is readable: no column squeezed to a letter a line by a long title
+    widths = table.locator("th").evaluate_all("ths => ths.map(th => th.getBoundingClientRect().width)")
+    assert len(widths) == 3 and min(widths) >= 80, widths
     page.wait_for_timeout(400)
     page.evaluate("""() => {
         const users = document.querySelectorAll('#pa-chat [data-testid="user"]');

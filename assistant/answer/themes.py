@@ -30,6 +30,7 @@ problems study studies work recent improve improves improved empirical theoretic
 provides different various key main new simple general based enables enable allows high low
 including include includes using uses use used within without toward towards among whether
 thus yet instead rather many much several often still even given make makes made able
+while whereas since where which
 """.split())
 
 
