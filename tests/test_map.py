@@ -184,6 +184,28 @@ def test_map_tab_handlers_send_the_points_once_and_the_marks_each_time(pa):
     assert "Theme:" in card
 
 
+def test_api_map_extension(pa):
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from assistant.api import create_router
+
+    app_ = FastAPI()
+    app_.include_router(create_router(pa, api_key="k"))
+    client = TestClient(app_)
+    assert client.get("/v1/map").status_code == 401
+    r = client.get("/v1/map", headers={"Authorization": "Bearer k"})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    cmap = pa.collection_map()
+    assert body["object"] == "map" and body["papers"] == 20 and "points" not in body
+    assert [c["label"] for c in body["clusters"]] == [c.label for c in cmap.clusters]
+    r = client.get("/v1/map?points=true", headers={"Authorization": "Bearer k"})
+    pts = r.json()["points"]
+    assert len(pts) == 20 and not r.json()["sampled"]
+    assert {p["paper_id"] for p in pts} == set(cmap.ids) and all(p["title"] for p in pts)
+
+
 # ----------------------------------------------------------------------------- browser
 
 @pytest.fixture(scope="module")
