@@ -2,7 +2,8 @@
 
     .venv/bin/python benchmarks/map.py projection [--corpus ml_conf]     PCA vs t-SNE
     .venv/bin/python benchmarks/map.py sizes [--sizes 10000 50000 100000]
-    .venv/bin/python benchmarks/map.py table [--backends none local] [--runs 2]
+    .venv/bin/python benchmarks/map.py page [--sizes 10000 50000 100000]
+    .venv/bin/python benchmarks/map.py table [--backends none local] [--topics T1 T2]
 
 projection: on a corpus's real store (benchmarks/.stores/<corpus>, corpora.open_corpus), the
 paper vectors the map uses, laid out by PCA (what the product does: assistant.map.pca_2d) and
@@ -21,9 +22,14 @@ vectors from Chroma is not simulated (its time at 10,000 is measured, per paper 
 in the pages read). The drawing is timed on the standalone page `paper-assistant map --out`
 writes (the Map tab's markup, style and script).
 
+page: the same maps in the real page (the app under uvicorn, Gradio, headless Chromium): Map tab
+click → points drawn, hover → tooltip, click → card, and opening the tab again.
+
 table: "Make a table of the papers on <topic>: method, data, result" on the ml_conf store with
 table_max = 8, streamed (`ask_stream`): time to the first table row (first cells) and to the
-final answer (full table), per backend, after one warm-up question.
+final answer (full table), per backend and topic (each topic asked once: a second asking of the
+same topic hits the sentence-embedding cache), after warm_up() and one warm-up table. Run one
+backend per process so neither profits from the other's caches.
 """
 from __future__ import annotations
 
@@ -181,16 +187,82 @@ def sizes(sizes: list[int], max_points: int, unsampled: bool) -> None:
                  "payload", "payload built", "page load+draw", "draw", "hover→tooltip"], rows)
 
 
+def page(sizes: list[int]) -> None:
+    """The real page (assistant.server.create_app under uvicorn, Gradio): click the Map tab,
+    time until the points are drawn; then hover and click a point, time until the tooltip and
+    the card. The store is the real 10,000-paper one; larger maps are the simulated ones of
+    `sizes`, handed to the page in place of the store's own (pa.collection_map, papers)."""
+    from playwright.sync_api import sync_playwright
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from servers import CHROMIUM_ARGS, running_app
+
+    from assistant.server import create_app
+
+    pa = PaperAssistant(load_settings(store_dir=STORES / "scale-10000", llm_backend="none"))
+    papers = pa.store.papers()
+    stats = pa.store.corpus_stats()
+    base_ids, base_vec = paper_vectors(pa.store.collection)
+    current: dict = {}
+    pa.collection_map = lambda rebuild=False: current["map"]
+    real_papers = pa.store.papers
+    pa.store.papers = lambda: current.get("papers") or real_papers()
+    rows = []
+    with running_app(create_app(pa)) as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        for n in sizes:
+            ids, vec, ps = simulated(base_ids, base_vec, papers, n)
+            cmap = build_in_memory(ids, vec, ps, stats, pa.settings.map_max_clusters)
+            cmap.revision = f"sim-{n}"
+            current.update(map=cmap, papers=ps)
+            pg = browser.new_page(viewport={"width": 1400, "height": 1050})
+            pg.set_default_timeout(120_000)
+            pg.goto(url + "/")
+            pg.wait_for_selector("#pa-input textarea")
+            t0 = time.perf_counter()
+            pg.click("button[role='tab']:has-text('Map')")
+            pg.wait_for_selector("#pa-map canvas[data-drawn]")
+            opened = time.perf_counter() - t0
+            drawn = int(pg.get_attribute("#pa-map canvas", "data-drawn"))
+            box = pg.locator("#pa-map canvas").bounding_box()
+            x, y = pg.evaluate("window.paMap.pts[7]")
+            t = time.perf_counter()
+            pg.mouse.move(box["x"] + x, box["y"] + y)
+            pg.wait_for_function("() => !document.querySelector('#pa-map .map-tip').hidden")
+            hover = time.perf_counter() - t
+            t = time.perf_counter()
+            pg.mouse.click(box["x"] + x, box["y"] + y)
+            pg.wait_for_selector("#pa-map-card .map-card")
+            card = time.perf_counter() - t
+            # the tab again: the points are not sent twice (same revision, same session)
+            pg.click("button[role='tab']:has-text('Chat')")
+            t = time.perf_counter()
+            pg.click("button[role='tab']:has-text('Map')")
+            pg.wait_for_timeout(50)
+            pg.wait_for_selector("#pa-map canvas[data-drawn]")
+            reopen = time.perf_counter() - t
+            pg.close()
+            rows.append([f"{n:,}" + ("" if n == len(base_ids) else " (sim.)"), f"{drawn:,}",
+                         f"{opened:.2f} s", f"{hover * 1000:.0f} ms", f"{card:.2f} s", f"{reopen:.2f} s"])
+        browser.close()
+    table_print(["papers", "points drawn", "tab click → drawn", "hover → tooltip", "click → card",
+                 "tab again"], rows)
+
+
 # ---------------------------------------------------------------------- table
-def table_latency(backends: list[str], runs: int, topic: str) -> None:
+def table_latency(backends: list[str], topics: list[str]) -> None:
     from corpora import open_corpus
 
-    question = f"Make a table of the papers on {topic}: method, data, result"
+    import os
+
     rows = []
     for backend in backends:
         pa = open_corpus("ml_conf", backend=backend, table_max=8)
+        pa.warm_up()  # the embedding session and the model loaded, as a server does at start
         pa.ask("Make a table of the papers on graph neural networks: method, data")  # warm-up
-        for run in range(runs):
+        for run, topic in enumerate(topics):
+            question = f"Make a table of the papers on {topic}: method, data, result"
+            load = os.getloadavg()[0]
             t0 = time.perf_counter()
             first = None
             final = None
@@ -201,10 +273,12 @@ def table_latency(backends: list[str], runs: int, topic: str) -> None:
                     final = payload
             total = time.perf_counter() - t0
             n_rows = len(final.table.rows) if final is not None and final.table else 0
-            rows.append([backend, run + 1, n_rows, f"{first:.2f} s" if first else "—", f"{total:.2f} s",
-                         final.backend if final else "?"])
-    print(f"question: {question!r} (ml_conf, table_max = 8)")
-    table_print(["backend", "run", "rows", "first cells", "full table", "answered by"], rows)
+            rows.append([backend, topic, n_rows, f"{first:.2f} s" if first else "—", f"{total:.2f} s",
+                         final.backend if final else "?", f"{load:.1f}"])
+    print("question: 'Make a table of the papers on <topic>: method, data, result' (ml_conf, "
+          "table_max = 8; each topic asked once, after a warm-up table on another topic)")
+    table_print(["backend", "topic", "rows", "first cells", "full table", "answered by",
+                 "load avg"], rows)
 
 
 def main() -> None:
@@ -216,17 +290,21 @@ def main() -> None:
     s.add_argument("--sizes", type=int, nargs="+", default=[10000, 50000, 100000])
     s.add_argument("--max-points", type=int, default=5000)
     s.add_argument("--unsampled", action="store_true", help="also draw every point (no sample)")
+    g = sub.add_parser("page")
+    g.add_argument("--sizes", type=int, nargs="+", default=[10000, 50000, 100000])
     t = sub.add_parser("table")
     t.add_argument("--backends", nargs="+", default=["none", "local"])
-    t.add_argument("--runs", type=int, default=2)
-    t.add_argument("--topic", default="reinforcement learning")
+    t.add_argument("--topics", nargs="+", default=["reinforcement learning",
+                                                     "generative adversarial networks"])
     a = ap.parse_args()
     if a.what == "projection":
         projection(a.corpus)
     elif a.what == "sizes":
         sizes(a.sizes, a.max_points, a.unsampled)
+    elif a.what == "page":
+        page(a.sizes)
     else:
-        table_latency(a.backends, a.runs, a.topic)
+        table_latency(a.backends, a.topics)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""The Gradio page: chat with streamed, cited answers, a sources panel, filters and corpus upload.
+"""The Gradio page: chat with streamed, cited answers, a sources panel, filters, the map of the
+collection (the Map tab, `map_tab.py`) and corpus upload.
 
     from assistant.ui import build_ui
     blocks = build_ui(pa, settings)      # mounted at "/" by assistant.server.create_app

@@ -60,7 +60,8 @@ def map_data(view) -> dict:
         "x": [int(round(p.x * SCALE)) for p in pts], "y": [int(round(p.y * SCALE)) for p in pts],
         "c": [p.cluster for p in pts], "id": [p.paper_id for p in pts],
         "t": [_short(p.title) for p in pts],
-        "a": [author_line(p.authors, 3) + (f" · {p.year}" if p.year else "") for p in pts],
+        "a": [" · ".join(x for x in (author_line(p.authors, 3) or "unknown authors",
+                                      str(p.year or "")) if x) for p in pts],
     }
 
 
