@@ -179,6 +179,12 @@ def test_map_tab_handlers_send_the_points_once_and_the_marks_each_time(pa):
     marks = json.loads(__import__("html").unescape(
         again["marks"].split('data-marks="')[1].split('"')[0]))
     assert [(m["n"], m["id"]) for m in marks] == [(1, cmap.ids[3]), (2, cmap.ids[7])]
+    # above the page's limit the caption says the map is a sample
+    from assistant.ui.map_tab import map_html
+
+    caption = map_html(cmap.view(pa.store.papers(), 6), 6)
+    assert "Showing 6 of 20 papers" in caption or "of 20 papers: a sample" in caption
+    assert "Showing" not in first["plot"]
     card = tab.show_card(cmap.ids[3])["card"]
     assert "Ask about this" in card and f"More like this: id {cmap.ids[3]}" in card
     assert "Theme:" in card
