@@ -12,7 +12,10 @@
   function refresh() {
     var el = root();
     var marksEl = document.getElementById('pa-map-marks-data');
-    var key = el ? (el.getAttribute('data-revision') || '') + ':' + (el.getAttribute('data-map') || '').length : null;
+    // parsed once per store revision (the server sends new points only for a new one): the
+    // chat's streaming mutates the page many times a second, and reading the large data-map
+    // attribute each time would copy it for nothing
+    var key = el ? 'rev:' + (el.getAttribute('data-revision') || '') : null;
     var marksKey = marksEl ? marksEl.getAttribute('data-marks') : null;
     var changed = false;
     if (key !== S.key) {
