@@ -66,6 +66,9 @@ test-fast: install
 screenshot: install browser
 	PAPER_ASSISTANT_SCREENSHOT=$(CURDIR)/docs/screenshot.png $(PY) -m pytest -q -m browser \
 	  tests/test_ui.py -k test_page_compare_renders_a_table_follow_up_and_exports
+	PAPER_ASSISTANT_MAP_SCREENSHOT=$(CURDIR)/docs/map.png \
+	  PAPER_ASSISTANT_TABLE_SCREENSHOT=$(CURDIR)/docs/table.png $(PY) -m pytest -q -m browser \
+	  tests/test_map.py -k "rings_cited_papers or table_screenshot"
 
 bench: install
 	$(PY) benchmarks/retrieval.py

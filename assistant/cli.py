@@ -154,6 +154,35 @@ def similar(paper_id: Annotated[str, typer.Argument(help="Id of a paper in the s
         out.print(f"   [dim]{r.link}[/]", highlight=False)
 
 
+@app.command("map")
+def map_command(as_json: JsonOpt = False,
+                points: Annotated[bool, typer.Option("--points", help="With --json: every paper's x, y and theme too.")] = False,
+                out_html: Annotated[Optional[Path], typer.Option("--out", help="Also write the map as a standalone HTML page (hover, themes; no server needed).")] = None,
+                rebuild: Annotated[bool, typer.Option("--rebuild", help="Build it again even if the cached one is current.")] = False,
+                store: StoreOpt = None, chroma_url: ChromaOpt = None):
+    """The map of the collection: its themes (labelled by their distinctive terms) with sizes,
+    from the 2-D layout the page's Map tab draws (cached with the store, rebuilt after ingest)."""
+    pa = make_assistant(store, chroma_url)
+    with friendly_errors():
+        cmap = pa.collection_map(rebuild=rebuild)
+        if out_html is not None:
+            from .ui.map_tab import standalone_html
+
+            view = cmap.view(pa.store.papers(), pa.settings.map_max_points)
+            out_html.write_text(standalone_html(view, pa.settings.map_max_points), encoding="utf-8")
+    if as_json:
+        print(json.dumps(cmap.to_json(with_points=points), ensure_ascii=False))
+        return
+    out.print(f"{cmap.size:,} papers · {len(cmap.clusters)} themes · layout {cmap.method.upper()} "
+              f"(axes explain {sum(cmap.explained):.0%} of the variance) · built in "
+              f"{cmap.build_seconds:.1f} s", highlight=False)
+    for c in cmap.clusters:
+        out.print(f"{c.id + 1:>3}. {c.label}  [dim]{c.size:,} papers · centre ({c.x:.2f}, {c.y:.2f})[/]",
+                  highlight=False)
+    if out_html is not None:
+        out.print(f"wrote {out_html}", highlight=False)
+
+
 @app.command("eval")
 def eval_command(n: Annotated[Optional[int], typer.Option("--n", help="Papers to ask for (default 100).")] = None,
                  seed: Annotated[Optional[int], typer.Option("--seed", help="Sample seed (default 0).")] = None,

@@ -108,6 +108,18 @@ class Settings(BaseSettings):
     table_min_score: float = 0.3
     table_cue_bonus: float = 0.25  # cue words are firmer evidence than MiniLM's cosine here
 
+    # -- the map of the collection (assistant/map.py; the page's Map tab, `paper-assistant map`)
+    map_max_points: int = Field(
+        5000, description="Papers the page's map draws at most. Beyond it the map shows the same "
+                          "share of every theme (a seeded sample, and says so) plus the papers to "
+                          "highlight; layout and themes are still computed from every paper. "
+                          "5000 points are about 0.6 MB of page data (benchmarks/map.py).")
+    map_max_clusters: int = Field(
+        12, description="Themes the map is coloured by at most (about sqrt(papers/2) below it).")
+    map_after_ingest: bool = Field(
+        True, description="Build the map (and cache it with the store) at the end of every "
+                          "ingest, so the page's Map tab opens at once; otherwise on first use.")
+
     # -- eval: known-item search on the user's own corpus (assistant/evaluate.py)
     eval_sample: int = 100  # papers asked for
     eval_seed: int = 0  # same seed, same papers and queries: runs are comparable

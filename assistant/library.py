@@ -30,6 +30,8 @@ class PaperAssistant:
         self._retriever: Optional[Retriever] = None
         self._engine = None
         self._lock = threading.RLock()
+        self._map = None  # the collection map of the store's current revision (assistant/map.py)
+        self._map_lock = threading.Lock()  # one build at a time
 
     # -- parts, created on first use so `--help` and `stats` stay fast
     @property
@@ -63,7 +65,10 @@ class PaperAssistant:
                     self._store = Store(self.settings, rebuild=True)
                 else:
                     self._store.delete_all()
-        return ingest_paths(self.store, [Path(p) for p in paths], skip_bad, progress_factory)
+        reports = ingest_paths(self.store, [Path(p) for p in paths], skip_bad, progress_factory)
+        if self.settings.map_after_ingest and any(r.papers for r in reports):
+            self.collection_map()  # built now and cached with the store: the page opens it at once
+        return reports
 
     def ensure_corpus(self, progress_factory=None) -> Optional[list[FileReport]]:
         """Index the bundled demo corpus when the store is empty (what `make run` relies on)."""
@@ -81,6 +86,32 @@ class PaperAssistant:
     def author_suggestions(self, typed: str = "", limit: int = 50) -> list[str]:
         """Author names containing `typed` (any part of a name), most prolific first."""
         return self.store.corpus_stats().author_suggestions(typed, limit)
+
+    def collection_map(self, rebuild: bool = False):
+        """The map of the collection (assistant.map.CollectionMap): every paper in 2-D, coloured
+        by labelled themes. Cached in memory and in the store's cache folder, both tagged with
+        the store revision: after a write it is rebuilt on the next call."""
+        from .map import CollectionMap, build_map, map_signature
+
+        signature = map_signature(self.settings)
+        with self._map_lock:
+            revision = self.store.revision()
+            current = self._map
+            if not rebuild and current is not None and current.revision == revision \
+                    and getattr(current, "signature", None) == signature:
+                return current
+            folder = self.store.cache_dir
+            found = None if rebuild else CollectionMap.load(folder, revision, signature)
+            if found is None:
+                found = build_map(self.store, self.settings.map_max_clusters)
+                try:  # only beside the cache of the same revision (which a new revision replaces)
+                    if (folder / "revision").read_text().strip() == found.revision:
+                        found.save(folder, signature)
+                except OSError:
+                    pass  # a read-only store still gets its map, in memory
+            found.signature = signature
+            self._map = found
+            return found
 
     # -- retrieval
     def search(self, query: str, k: Optional[int] = None,

@@ -84,6 +84,7 @@ def test_the_wheel_carries_the_prompts_and_the_page_assets(built):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {f"assistant/prompts/{p}" for p in PROMPTS} <= names
     assert {"assistant/ui/static/style.css", "assistant/ui/static/markers.js",
+            "assistant/ui/static/map.js",
             "assistant/data/seed_corpus.txt", "assistant/llm/packaged.py"} <= names
     assert not any(n.startswith(("tests/", "prompts/")) for n in names)
     assert "License classifiers are deprecated" not in log

@@ -30,6 +30,7 @@ problems study studies work recent improve improves improved empirical theoretic
 provides different various key main new simple general based enables enable allows high low
 including include includes using uses use used within without toward towards among whether
 thus yet instead rather many much several often still even given make makes made able
+while whereas since where which
 """.split())
 
 
@@ -101,8 +102,8 @@ def theme_name(members: list[Paper], others: list[Paper], topic: str, stats: Cor
         scored.append(((n / len(members) - share_out) * rarity * bonus * math.log1p(tf[phrase]), phrase))
     chosen: list[str] = []
     for _, phrase in sorted(scored, reverse=True):
-        if any(w in c.split() for c in chosen for w in phrase.split()):
-            continue
+        if any(stem(w) in {stem(x) for x in c.split()} for c in chosen for w in phrase.split()):
+            continue  # "spike, spiking" says one thing twice
         chosen.append(phrase)
         if len(chosen) == 2:
             break

@@ -113,6 +113,21 @@ def create_router(pa, api_key: Optional[str] = None, model_id: str = MODEL_ID) -
                            code="model_not_found")
         return model_card()
 
+    @router.get("/v1/map")
+    def collection_map(request: Request, points: bool = False):
+        """An extension: the map of the collection (assistant/map.py), its labelled themes, and
+        with ?points=true the points the page draws (at most map_max_points, a per-theme sample)."""
+        check_auth(request)
+        cmap = pa.collection_map()
+        out = {"object": "map", **cmap.to_json()}
+        if points:
+            view = cmap.view(pa.store.papers(), pa.settings.map_max_points)
+            out["sampled"] = view.sampled
+            out["points"] = [{"paper_id": p.paper_id, "x": round(p.x, 4), "y": round(p.y, 4),
+                              "cluster": p.cluster, "title": p.title, "authors": p.authors}
+                             for p in view.points]
+        return out
+
     @router.post("/v1/chat/completions")
     async def chat_completions(request: Request):
         check_auth(request)

@@ -1,4 +1,5 @@
-"""The Gradio page: chat with streamed, cited answers, a sources panel, filters and corpus upload.
+"""The Gradio page: chat with streamed, cited answers, a sources panel, filters, the map of the
+collection (the Map tab, `map_tab.py`) and corpus upload.
 
     from assistant.ui import build_ui
     blocks = build_ui(pa, settings)      # mounted at "/" by assistant.server.create_app
@@ -24,6 +25,7 @@ import gradio as gr
 from ..config import Settings
 from ..conversation import MODES
 from .handlers import Page, PageHandlers, new_session
+from .map_tab import MapTab
 from .render import category_choices, esc, sources_panel, stats_html, year_hint
 
 __all__ = ["build_ui", "make_theme", "CSS", "HEAD"]
@@ -41,7 +43,7 @@ def _static(name: str) -> str:
 
 
 CSS = _static("style.css")
-HEAD = f"<script>\n{_static('markers.js')}</script>\n"
+HEAD = f"<script>\n{_static('markers.js')}</script>\n<script>\n{_static('map.js')}</script>\n"
 
 
 def make_theme():
@@ -73,9 +75,13 @@ def build_ui(pa, settings: Optional[Settings] = None) -> gr.Blocks:
                         _chat_column(page)
                     with gr.Column(scale=5, min_width=340):
                         _sources_column(page, facets, int(settings.k))
+            with gr.Tab("Map", id="map") as map_tab:
+                map_view = MapTab(pa)
+                map_view.layout()
             with gr.Tab("Corpus", id="corpus"):
                 _corpus_tab(page, stats_html(handlers.stats(), facets))
         _wire(demo, page, handlers)
+        map_view.wire(map_tab, page.session)
     return demo
 
 

@@ -1,0 +1,372 @@
+"""The map of the collection: every paper as a point in 2-D, coloured by theme.
+
+    m = pa.collection_map()          # built after ingest, cached with the store (cache/map.*)
+    m.clusters                       # [MapCluster(label, terms, size, x, y)]
+    view = m.view(max_points=5000, highlight=["h6a9…"])   # what the page draws
+
+Layout: the principal-component projection (PCA, numpy SVD of the centred unit paper vectors)
+of each paper's mean chunk embedding, the vectors already in the store, so nothing is embedded.
+PCA was measured against t-SNE (`benchmarks/map.py --projection`): t-SNE keeps more of each
+paper's nearest neighbours but costs minutes at 100k papers and needs scikit-learn; PCA is
+deterministic, linear (a new paper lands where its vector says) and takes about a second.
+
+Themes: k-means (cosine, k-means++ seeded, deterministic) on the same vectors, about
+sqrt(n/2) groups capped by `map_max_clusters`, each labelled by `answer.themes.theme_name` (the
+summary's theme labeller: phrases frequent in the group, rare in the corpus and in the other
+groups) read from its most central papers.
+
+Cache: `map.npz` (ids, coordinates, theme of every paper) and `map.json` (themes, how it was
+built) in the store's cache folder, tagged with the store revision; a write to the store
+(a new revision) makes it stale and the next `collection_map()` rebuilds it.
+
+Beyond `map_max_points` papers, the page gets a sample: the same share of every theme (plus
+the papers to highlight), and says so (`MapView.sampled`); the layout and the themes are still
+computed from every paper.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
+
+import numpy as np
+
+from .answer.themes import target_groups, theme_name
+from .types import Paper
+
+MAP_FORMAT = 1  # of the cached files; another is rebuilt
+GET_PAGE = 5000  # chunk rows fetched from Chroma per call
+LABEL_MEMBERS = 12  # a theme's most central papers read for its label
+LABEL_OTHERS = 8  # most central papers of each other theme, as what the label must not share
+KMEANS_FIT_MAX = 20000  # k-means centres are fitted on at most this many papers (seeded sample)
+KMEANS_ITERATIONS = 40
+POWER_ITERATIONS = 60  # block power iterations of the PCA (converged to ~1e-6 on MiniLM vectors)
+
+
+@dataclass
+class MapCluster:
+    id: int
+    label: str  # "Federated learning, backdoor attacks"
+    terms: list[str]  # the label's phrases
+    size: int  # papers in the theme (all of them, not just those drawn)
+    x: float  # centre of its papers on the map (0..1)
+    y: float
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "label": self.label, "terms": self.terms, "size": self.size,
+                "x": round(self.x, 4), "y": round(self.y, 4)}
+
+
+@dataclass
+class MapPoint:
+    paper_id: str
+    x: float  # 0..1
+    y: float  # 0..1
+    cluster: int
+    title: str = ""
+    authors: list[str] = field(default_factory=list)
+    year: Optional[int] = None
+    highlighted: bool = False
+
+
+@dataclass
+class MapView:
+    """What one drawing of the map holds: at most max_points points (+ highlighted ones)."""
+
+    revision: str
+    total: int  # papers in the collection
+    points: list[MapPoint]
+    clusters: list[MapCluster]
+    sampled: bool  # fewer points than papers: a per-theme sample
+    method: str
+    highlighted: list[str]  # paper ids asked to be highlighted and found on the map
+
+
+@dataclass
+class CollectionMap:
+    revision: str
+    ids: list[str]
+    xy: np.ndarray  # (n, 2) float32, scaled to 0..1 (1st–99th percentile box, clipped)
+    cluster: np.ndarray  # (n,) int16
+    clusters: list[MapCluster]
+    method: str = "pca"
+    explained: list[float] = field(default_factory=list)  # variance share of the two axes
+    build_seconds: float = 0.0
+    timings: dict = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return len(self.ids)
+
+    def index(self) -> dict[str, int]:
+        idx = getattr(self, "_index", None)
+        if idx is None:
+            idx = {pid: i for i, pid in enumerate(self.ids)}
+            self._index = idx
+        return idx
+
+    # ------------------------------------------------------------------ views
+    def sample(self, max_points: int, seed: int = 0) -> np.ndarray:
+        """Row indices drawn on the page: all of them up to max_points, else the same share of
+        every theme (at least one paper each), seeded, in row order."""
+        n = self.size
+        if max_points <= 0 or n <= max_points:
+            return np.arange(n)
+        rng = np.random.default_rng(seed)
+        share = max_points / n
+        chosen = []
+        for c in range(len(self.clusters)):
+            rows = np.flatnonzero(self.cluster == c)
+            if not len(rows):
+                continue
+            take = max(1, int(round(len(rows) * share)))
+            chosen.append(rng.choice(rows, size=min(take, len(rows)), replace=False))
+        out = np.sort(np.concatenate(chosen)) if chosen else np.arange(0)
+        return out[:max_points] if len(out) > max_points else out
+
+    def view(self, papers: dict[str, Paper], max_points: int,
+             highlight: Iterable[str] = ()) -> MapView:
+        rows = self.sample(max_points)
+        idx = self.index()
+        marked = [pid for pid in dict.fromkeys(highlight) if pid in idx]
+        extra = [idx[pid] for pid in marked if idx[pid] not in set(rows.tolist())]
+        rows = np.concatenate([rows, np.asarray(extra, dtype=rows.dtype)]) if extra else rows
+        marked_set = set(marked)
+        points = []
+        for r in rows.tolist():
+            pid = self.ids[r]
+            p = papers.get(pid)
+            points.append(MapPoint(pid, float(self.xy[r, 0]), float(self.xy[r, 1]),
+                                   int(self.cluster[r]), p.title if p else pid,
+                                   list(p.authors) if p else [], p.year if p else None,
+                                   pid in marked_set))
+        return MapView(self.revision, self.size, points, self.clusters,
+                       sampled=len(rows) - len(extra) < self.size, method=self.method,
+                       highlighted=marked)
+
+    def to_json(self, with_points: bool = False) -> dict:
+        out = {"revision": self.revision, "papers": self.size, "method": self.method,
+               "explained_variance": [round(v, 4) for v in self.explained],
+               "build_seconds": round(self.build_seconds, 3),
+               "clusters": [c.to_json() for c in self.clusters]}
+        if with_points:
+            out["points"] = [{"paper_id": pid, "x": round(float(x), 4), "y": round(float(y), 4),
+                              "cluster": int(c)}
+                             for pid, (x, y), c in zip(self.ids, self.xy.tolist(), self.cluster.tolist())]
+        return out
+
+    # ------------------------------------------------------------------ cache
+    def save(self, folder: Path, signature: dict) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        np.savez(folder / "map.tmp.npz", ids=np.asarray(self.ids, dtype=str), xy=self.xy,
+                 cluster=self.cluster)
+        meta = {"format": MAP_FORMAT, **self.to_json(), "timings": self.timings,
+                "signature": signature}
+        (folder / "map.tmp.json").write_text(json.dumps(meta, ensure_ascii=False))
+        (folder / "map.tmp.npz").replace(folder / "map.npz")
+        (folder / "map.tmp.json").replace(folder / "map.json")
+
+    @classmethod
+    def load(cls, folder: Path, revision: str, signature: dict) -> Optional["CollectionMap"]:
+        try:
+            meta = json.loads((folder / "map.json").read_text())
+            if (meta.get("format") != MAP_FORMAT or meta.get("revision") != revision
+                    or meta.get("signature") != signature):
+                return None
+            with np.load(folder / "map.npz") as data:
+                ids, xy, cluster = data["ids"].tolist(), data["xy"], data["cluster"]
+        except Exception:  # missing, damaged, another format: rebuilt
+            return None
+        if len(ids) != meta.get("papers"):
+            return None
+        clusters = [MapCluster(**c) for c in meta["clusters"]]
+        return cls(revision, ids, xy, cluster, clusters, meta.get("method", "pca"),
+                   meta.get("explained_variance", []), meta.get("build_seconds", 0.0),
+                   meta.get("timings", {}))
+
+
+# ---------------------------------------------------------------------- building
+def paper_vectors(collection, page: int = GET_PAGE) -> tuple[list[str], np.ndarray]:
+    """Every paper's mean chunk embedding, unit length, from the store's vectors (paged reads;
+    nothing is embedded). Ids sorted, so the same store gives the same rows. The paper is read
+    from the chunk id ("<paper id>::<n>", index/chunking.py): asking Chroma for the metadata
+    too made the read ten times slower (a chunk 0 carries its whole paper as JSON)."""
+    sums: dict[str, int] = {}
+    rows: list[np.ndarray] = []
+    owners: list[np.ndarray] = []
+    offset = 0
+    while True:
+        res = collection.get(include=["embeddings"], limit=page, offset=offset)
+        if not len(res["ids"]):
+            break
+        emb = np.asarray(res["embeddings"], dtype=np.float32)
+        owner = np.asarray([sums.setdefault(cid.rpartition("::")[0] or cid, len(sums))
+                            for cid in res["ids"]])
+        rows.append(emb)
+        owners.append(owner)
+        offset += len(res["ids"])
+    if not sums:
+        return [], np.zeros((0, 0), dtype=np.float32)
+    emb, owner = np.concatenate(rows), np.concatenate(owners)
+    vec = np.zeros((len(sums), emb.shape[1]), dtype=np.float32)
+    np.add.at(vec, owner, emb)
+    ids = list(sums)
+    order = sorted(range(len(ids)), key=ids.__getitem__)
+    vec = vec[order]
+    norms = np.linalg.norm(vec, axis=1, keepdims=True)
+    return [ids[i] for i in order], vec / np.where(norms == 0, 1.0, norms)
+
+
+def pca_2d(vectors: np.ndarray) -> tuple[np.ndarray, list[float]]:
+    """The two principal components (signs fixed: each axis's largest loading is positive, so
+    the picture does not flip between builds) and the share of variance each explains."""
+    if len(vectors) < 2:
+        return np.full((len(vectors), 2), 0.5, dtype=np.float32), [0.0, 0.0]
+    x = vectors.astype(np.float32) - vectors.mean(axis=0, dtype=np.float64).astype(np.float32)
+    cov = (x.T @ x).astype(np.float64) / max(1, len(x) - 1)
+    # Block power iteration (8 vectors, seeded) then Rayleigh-Ritz on the 8×8 projection:
+    # matrix products only. LAPACK's full eigh of the 384×384 matrix is as exact but took
+    # 2-4 s under multi-threaded OpenBLAS on a loaded 2-core machine (30 ms single-threaded).
+    block = np.random.default_rng(0).standard_normal((cov.shape[0], min(8, cov.shape[0])))
+    for _ in range(POWER_ITERATIONS):
+        block, _ = np.linalg.qr(cov @ block)
+    small_values, small_axes = np.linalg.eigh(block.T @ cov @ block)
+    order = np.argsort(small_values)[::-1][:2]
+    values, axes = small_values[order], block @ small_axes[:, order]
+    top = [0, 1]
+    axes *= np.sign(axes[np.abs(axes).argmax(axis=0), [0, 1]])
+    total = float(np.trace(cov)) or 1.0
+    return (x @ axes.astype(np.float32)).astype(np.float32), [float(values[i] / total) for i in top]
+
+
+def unit_box(xy: np.ndarray, lo: float = 1.0, hi: float = 99.0) -> np.ndarray:
+    """Coordinates scaled to 0..1, the lo–hi percentile box filling the middle 84% (the few
+    papers beyond it are drawn in the margin, clipped at the edge, instead of squeezing
+    everyone else into the middle); aspect kept."""
+    if not len(xy):
+        return xy.astype(np.float32)
+    a, b = np.percentile(xy, lo, axis=0), np.percentile(xy, hi, axis=0)
+    span = float(max((b - a).max(), 1e-9))
+    centre = (a + b) / 2
+    out = (xy - centre) / span * 0.84 + 0.5
+    return np.clip(out, 0.0, 1.0).astype(np.float32)
+
+
+def kmeans(vectors: np.ndarray, k: int, seed: int = 0, fit_max: int = KMEANS_FIT_MAX,
+           iterations: int = KMEANS_ITERATIONS) -> np.ndarray:
+    """Cluster of each row: spherical k-means (unit vectors, cosine), k-means++ seeding,
+    centres fitted on a seeded sample of at most fit_max rows, then every row assigned."""
+    n = len(vectors)
+    if k <= 1 or n <= k:
+        return np.zeros(n, dtype=np.int16) if k <= 1 else np.arange(n, dtype=np.int16)
+    rng = np.random.default_rng(seed)
+    fit = vectors if n <= fit_max else vectors[np.sort(rng.choice(n, fit_max, replace=False))]
+    centres = [fit[rng.integers(len(fit))]]
+    dist = 1.0 - fit @ centres[0]
+    for _ in range(1, k):
+        p = np.clip(dist, 0, None) ** 2
+        p = p / p.sum() if p.sum() > 0 else np.full(len(fit), 1 / len(fit))
+        centres.append(fit[rng.choice(len(fit), p=p)])
+        dist = np.minimum(dist, 1.0 - fit @ centres[-1])
+    c = np.stack(centres)
+    labels = np.full(len(fit), -1)
+    for _ in range(iterations):
+        new = np.argmax(fit @ c.T, axis=1)
+        if np.array_equal(new, labels):
+            break
+        labels = new
+        for j in range(k):
+            members = fit[labels == j]
+            if len(members):
+                m = members.sum(axis=0)
+                c[j] = m / (np.linalg.norm(m) or 1.0)
+    out = np.concatenate([np.argmax(part @ c.T, axis=1) for part in np.array_split(
+        vectors, max(1, n // 20000))])
+    # themes numbered by size, largest first (stable: ties by first row)
+    sizes = np.bincount(out, minlength=k)
+    rank = np.empty(k, dtype=np.int64)
+    rank[sorted(range(k), key=lambda j: (-sizes[j], j))] = np.arange(k)
+    return rank[out].astype(np.int16)
+
+
+def central(vectors: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
+    """The n rows closest to the (cosine) centre of `rows`."""
+    centre = vectors[rows].mean(axis=0)
+    return rows[np.argsort(-(vectors[rows] @ centre), kind="stable")[:n]]
+
+
+def label_clusters(vectors: np.ndarray, cluster: np.ndarray, ids: Sequence[str],
+                   papers: dict[str, Paper], stats) -> list[tuple[str, list[str]]]:
+    """(label, terms) per cluster, from theme_name on its most central papers against the most
+    central papers of the others. A theme nothing distinctive names is "Other papers"."""
+    k = int(cluster.max()) + 1 if len(cluster) else 0
+    cores = [central(vectors, np.flatnonzero(cluster == c), LABEL_MEMBERS) for c in range(k)]
+    out = []
+    for c in range(k):
+        members = [papers[ids[r]] for r in cores[c] if ids[r] in papers]
+        others = [papers[ids[r]] for o in range(k) if o != c
+                  for r in cores[o][:LABEL_OTHERS] if ids[r] in papers]
+        name = theme_name(members, others, "", stats) if members else ""
+        if name == "Other related papers" or not name:
+            out.append(("Other papers", []))
+        else:
+            out.append((name, [t.strip().lower() for t in name.split(",")]))
+    return out
+
+
+def build_map(store, max_clusters: int, seed: int = 0) -> CollectionMap:
+    """The map of the store as it is now (one pass over its vectors)."""
+    t0 = time.perf_counter()
+    with store.request():
+        revision = store._cache_revision or store.revision()
+        papers = store.papers()
+        stats = store.corpus_stats()
+    ids, vectors = paper_vectors(store.collection)
+    keep = [i for i, pid in enumerate(ids) if pid in papers]  # chunks of a half-written paper
+    if len(keep) != len(ids):
+        ids, vectors = [ids[i] for i in keep], vectors[keep]
+    t_read = time.perf_counter()
+    raw, explained = pca_2d(vectors)
+    xy = unit_box(raw)
+    t_layout = time.perf_counter()
+    k = target_groups(len(ids), max_clusters) if ids else 0
+    cluster = kmeans(vectors, k, seed) if ids else np.zeros(0, dtype=np.int16)
+    t_cluster = time.perf_counter()
+    labels = label_clusters(vectors, cluster, ids, papers, stats)
+    clusters = []
+    for c, (label, terms) in enumerate(labels):
+        rows = cluster == c
+        cx, cy = (xy[rows].mean(axis=0).tolist() if rows.any() else (0.5, 0.5))
+        clusters.append(MapCluster(c, label, terms, int(rows.sum()), float(cx), float(cy)))
+    t1 = time.perf_counter()
+    timings = {"read_vectors": t_read - t0, "layout": t_layout - t_read,
+               "cluster": t_cluster - t_layout, "label": t1 - t_cluster}
+    return CollectionMap(revision, ids, xy, cluster, clusters, "pca", explained, t1 - t0,
+                         {k: round(v, 3) for k, v in timings.items()})
+
+
+def map_signature(settings) -> dict:
+    """What a cached map depends on besides the store revision."""
+    return {"method": "pca", "max_clusters": int(settings.map_max_clusters)}
+
+
+def neighbour_preservation(vectors: np.ndarray, xy: np.ndarray, k: int = 10,
+                           sample: int = 1000, seed: int = 0) -> float:
+    """Share of each (sampled) paper's k nearest papers by cosine that are also among its k
+    nearest on the map: 1 = the map keeps every neighbourhood (benchmarks/map.py)."""
+    n = len(vectors)
+    if n <= k + 1:
+        return 1.0
+    rng = np.random.default_rng(seed)
+    rows = rng.choice(n, size=min(sample, n), replace=False)
+    kept = 0
+    for r in rows:
+        near = np.argsort(-(vectors @ vectors[r]), kind="stable")
+        near = near[near != r][:k]
+        d = ((xy - xy[r]) ** 2).sum(axis=1)
+        d[r] = math.inf
+        kept += len(set(near.tolist()) & set(np.argsort(d, kind="stable")[:k].tolist()))
+    return kept / (len(rows) * k)
