@@ -161,6 +161,24 @@ def test_compare_keeps_named_sides_and_drops_references():
     ("Two sampling papers: the one truncating by geometry and the one prompting for a "
      "distribution. How do they differ?",
      ["truncating by geometry (Two sampling)", "prompting for a distribution (Two sampling)"]),
+    # cut once, at the strongest connector: "and"/"with"/"to" inside a side stay there
+    ("Compare the new lower bound for R(3,k) with the paper on Ramsey numbers of stars, paths "
+     "and matchings.", ["new lower bound for R(3,k)", "Ramsey numbers of stars, paths and matchings"]),
+    ("How does the ADMM with variance reduction differ, in terms of rates, from the dual ascent "
+     "method?", ["ADMM with variance reduction", "dual ascent"]),
+    ("Compare the one-step diffusion model for relighting with VS.",
+     ["one-step diffusion model for relighting", "VS"]),
+    # "one …, the other …"; a dash introducing described sides; a remark after a colon
+    ("Two batch norm papers: one says it smooths the landscape, the other says it allows "
+     "bigger steps. How do they differ?",
+     ["says it smooths landscape", "says it allows bigger steps"]),
+    ("What's the difference between the two Ramsey papers — the one computing small degrees "
+     "and the one proving infinite degrees?",
+     ["computing small degrees (Ramsey)", "proving infinite degrees (Ramsey)"]),
+    ("REBAR vs the relaxation paper with hard concrete gates: both relax discrete variables, "
+     "but for what?", ["REBAR", "relaxation with hard concrete gates"]),
+    ("inverse problems for Jacobi matrices vs the one for Schrödinger operators — how do their "
+     "results compare?", ["inverse problems for Jacobi matrices", "for Schrödinger operators"]),
 ])
 def test_compare_targets(message, targets):
     assert compare_targets(message) == targets

@@ -12,12 +12,9 @@ import re
 
 from ..text import terms
 
-SPLIT_TARGETS_RE = re.compile(
-    r"\s*(?:,|;|:|\band\b|\bwith\b|\bvs\.?|\bversus\b|\bagainst\b|\bto\b|&|"
-    r"\b(?:is|are)\s+different\s+from\b|\bdiffers?\s+from\b|\bdifferent\s+from\b|\bfrom\b)\s*", re.I)
 # a clause after the names says how to compare, not what: "... as views on LLM failure modes"
 TRAILING_CLAUSE_RE = re.compile(
-    r"\s+(?:as|in terms of|with respect to|regarding|for|on how|when it comes to|on|in)\s+.*$", re.I)
+    r"\s+(?:as|in terms of|with respect to|regarding|on how|when it comes to)\s+.*$", re.I)
 # after the last side, how to compare rather than what ("… as views on LLM failure modes")
 SIDE_NOUN = r"(?:one|paper|work|method|approach|study|article)s?"
 # (only right after the side's noun: "the one that treats X as an energy function" keeps its "as")
@@ -25,45 +22,102 @@ HOW_CLAUSE_RE = re.compile(rf"(\b{SIDE_NOUN})\s+(?:as|in terms of|with respect t
                            r"on how)\s+.*$", re.I)
 # a side described rather than named: "the paper that unrolls …", "the one estimating the
 # global error", "the goal-oriented one", "the geometric Littlewood-Offord paper (…)"
-SIDE_START = rf"the\s+(?:[\w'()-]+\s+){{0,5}}?{SIDE_NOUN}\b"
+SIDE_START = rf"the\s+(?:[\w'()-]+\s+){{0,5}}?{SIDE_NOUN}(?![\w-])"
 DESCRIPTION_RE = re.compile(rf"^{SIDE_START}", re.I)
 DESCRIPTION_SEARCH_RE = re.compile(rf"\b{SIDE_START}", re.I)
 SIDE_SPLIT_RE = re.compile(rf"\s*[,;]?\s+(?:with|and|to|versus|vs\.?|against|(?:differs?|different)\s+from|from)"
                            rf"\s+(?={SIDE_START})", re.I)
-SIDE_SCAFFOLD_RE = re.compile(rf"^the\s+|\b{SIDE_NOUN}\b|\b(?:that|which|who|where|on|about)\b", re.I)
+SIDE_SCAFFOLD_RE = re.compile(rf"^the\s+|(?<![\w-]){SIDE_NOUN}(?![\w-])|\b(?:that|which|who|where|on|about)\b", re.I)
 # after the last side, a remark or a new sentence is not part of it ("… brain regions — any
 # methodological overlap?", "… hidden confounders. How do they use the features differently?")
-REMARK_RE = re.compile(r"\s+[—–]\s+.*$|\s+-\s+.*$|(?<=\w)[.;:]\s+(?=[A-Z]).*$", re.S)
+REMARK_RE = re.compile(r"\s+[—–]\s+.*$|\s+-\s+.*$|(?<=\w)[.;:?!]\s+(?=[A-Z]).*$", re.S)
+DASH_RE = re.compile(r"\s+[—–-]\s+")
 # "the two … papers for X:" before a colon says what both sides share
 SHARED_RE = re.compile(r"\bthe\s+(?:two|both)\b|\b(?:papers|works|studies|articles|ones)\b", re.I)
+
+
+# Where one side ends and the other begins, strongest first: a comparison has two sides, so a
+# message is cut once, at the strongest connector, and "and", "with" or "to" inside a side
+# ("upper and lower bounds", "ADMM with variance reduction") stay in it.
+CONNECTORS = [
+    re.compile(r"\s+(?:vs\.?|versus|against)\s+", re.I),
+    re.compile(r"\s+(?:(?:is|are)\s+)?(?:differs?|different)(?:\s*,[^,]{1,60},)?\s+from\s+", re.I),
+    re.compile(r"\s+(?:relates?|related|compares?)\s+(?:to|with)\s+", re.I),
+    re.compile(r"\s*[,;]?\s+(?:with|and|to|from)\s+(?=(?:the|a|an)\s)", re.I),
+    re.compile(r"\s+with\s+", re.I),
+    re.compile(r"\s*,\s+and\s+|\s+and\s+|\s*&\s*", re.I),
+    re.compile(r"\s+to\s+", re.I),
+]
+LEADING_CONNECTOR_RE = re.compile(r"^(?:with|and|to|vs\.?|versus|against|from)\s+", re.I)
+LIST_SPLIT_RE = re.compile(r"\s*(?:,|;|&|\band\b)\s*", re.I)
+ONE_OTHER_RE = re.compile(r"^(?:the\s+)?(?:one|first)\b(.+?)[,;]?\s+(?:and\s+|while\s+|whereas\s+)?"
+                          r"the\s+(?:other|second)\b(.+)$", re.I | re.S)
+QUESTION_START_RE = re.compile(r"^(?:how|what|which|why|where|when|do|does|did|is|are|can|in what)\b", re.I)
+NAME_SCAFFOLD_RE = re.compile(r"(?<![\w-])(the|a|an|papers?|works?|methods?|approach(es)?|called|on|about|"
+                              r"one|two|does|do|differ|differs|different)(?![\w-])", re.I)
+# the words that start a comparison's sides ("between" only after a word asking for one:
+# "the difference between A and B", not "causal graphs between brain regions")
+COMPARE_START_RE = re.compile(r"\b(?:compare|comparing|contrast|(?:difference|differences|distinction|"
+                              r"relationship|choose)\s+between)\b(.*)", re.I | re.S)
 
 
 def compare_targets(message: str) -> list[str]:
     """The sides of "compare A with B": names ("Top-W", "Verbalized Sampling") or descriptions
     ("the paper that unrolls the discriminator optimization")."""
-    m = re.search(r"\b(?:compare|comparing|contrast|between)\b(.*)", message, re.I | re.S)
-    body = m.group(1) if m else message
-    body = re.sub(r"[?.!]+$", "", body.strip())
-    body = re.sub(r"^(how|in what way|what)\s+(does|do|is|are)\s+", "", body, flags=re.I)
+    m = COMPARE_START_RE.search(message)
+    body = _trimmed(m.group(1) if m and terms(m.group(1)) else message)
     # "between" may sit inside a described side ("… causal graphs between brain regions"):
     # sides described from the message's first "the … paper" are tried as well
     first = DESCRIPTION_SEARCH_RE.search(message)
-    described = described_sides(body) or (described_sides(message[first.start():]) if first else [])
+    described = described_sides(body) or (described_sides(_trimmed(message[first.start():])) if first else [])
     if described:
         return described
-    parts = [p for p in SPLIT_TARGETS_RE.split(body) if p and p.strip()]
-    targets = []
-    for part in parts:
-        part = TRAILING_CLAUSE_RE.sub("", part.strip()) if len(part.split()) > 3 else part
-        part = re.sub(r"\b(the|a|an|papers?|works?|methods?|approach(es)?|called|on|about|"
-                      r"one|two|does|do|differ|differs|different)\b", " ", part, flags=re.I)
-        part = " ".join(part.split()).strip(" '\"“”")
-        if part and terms(part):
-            targets.append(part)
-    named = [t for t in targets if any(w[0].isupper() for w in t.split())]
-    # "Heurtebise vs Fröhlich: how do their approaches to causality differ?" names two
-    # things; the rest of the sentence says how to compare them
-    return named if len(named) >= 2 else targets
+    body = _before_question(body)
+    one_other = ONE_OTHER_RE.search(body.split(":")[-1].strip())
+    sides = list(one_other.groups()) if one_other else _two_sides(body)
+    sides[-1] = HOW_CLAUSE_RE.sub(r"\1", TRAILING_CLAUSE_RE.sub("", sides[-1]))
+    return [t for t in (_clean_name(s) for s in sides) if t and (terms(t) or t.isupper())]
+
+
+def _trimmed(body: str) -> str:
+    """The body without end punctuation, a leading "how does", or a remark after the sides; a
+    dash that introduces described sides ("the two X papers — the one … and the one …") is
+    read as a colon."""
+    body = re.sub(r"[?.!]+$", "", body.strip())
+    body = re.sub(r"^(how|in what way|what)\s+(does|do|is|are)\s+", "", body, flags=re.I)
+    dash = DASH_RE.search(body)
+    if dash and len(SIDE_SPLIT_RE.split(body[dash.end():])) >= 2:
+        body = body[:dash.start()] + ": " + body[dash.end():]
+    return REMARK_RE.sub("", body).strip()
+
+
+def _before_question(body: str) -> str:
+    """The part of "X: Y" naming the sides: Y when it does ("the two sampling papers: Top-W and
+    VS"), X when Y is a question or a remark ("Heurtebise vs Fröhlich: how do they differ")."""
+    head, colon, tail = body.rpartition(":")
+    if not colon:
+        return body
+    if QUESTION_START_RE.search(tail.strip()) or (len(_two_sides(tail)) < 2 <= len(_two_sides(head))):
+        return head
+    return tail
+
+
+def _two_sides(body: str) -> list[str]:
+    """A list of short names ("A, B and C") stays a list; anything else is cut once."""
+    body = LEADING_CONNECTOR_RE.sub("", body.strip())  # "compare [it] with Top-W"
+    parts = [p for p in LIST_SPLIT_RE.split(body) if p and p.strip()]
+    if len(parts) >= 3 and all(len(p.split()) <= 3 for p in parts):
+        return parts
+    for connector in CONNECTORS:
+        cut = connector.search(body)
+        if cut and body[:cut.start()].strip() and body[cut.end():].strip():
+            return [body[:cut.start()], body[cut.end():]]
+    return [body]
+
+
+def _clean_name(side: str) -> str:
+    text = SIDE_SCAFFOLD_RE.sub(" ", side) if DESCRIPTION_RE.search(side.strip()) else side
+    return " ".join(NAME_SCAFFOLD_RE.sub(" ", text).split()).strip(" ,;'\"“”")
 
 
 def described_sides(body: str) -> list[str]:
