@@ -327,25 +327,24 @@ def test_upload_killed_mid_ingest_leaves_a_consistent_store_and_resumes(killed_u
 
 
 def test_two_uploads_at_once_from_two_sessions_both_land(killed_upload):
-    """One writer at a time: the second upload waits in the "corpus" queue (Gradio tells its page
-    its place) and then lands; no paper is lost."""
+    """One writer at a time: the second upload waits in the "corpus" queue (concurrency 1) until
+    the first is written, then lands; no paper is lost."""
     serve, folder = killed_upload["serve"], killed_upload["folder"]
     files = [papers_file(folder / "a.jsonl", 30, offset=1000),
              papers_file(folder / "b.jsonl", 30, offset=2000)]
     before = httpx.get(serve.url + "/healthz").json()["papers"]
     sessions = [PageSession(serve.url), PageSession(serve.url)]
-    queued: list[int] = []
+    events: list[list[tuple[str, float, dict]]] = [[], []]
+    start = threading.Barrier(2)
 
     def upload(i):
-        def watch(msg):
-            if msg.get("msg") == "estimation" and (msg.get("rank") or 0) > 0:
-                queued.append(i)
-        fn_index, _ = sessions[i]._fn_index("pa-upload-btn")
         with files[i].open("rb") as fh:
             stored = sessions[i].http.post(serve.url + "/gradio_api/upload",
                                            files={"files": (files[i].name, fh)}).json()[0]
         value = {"path": stored, "orig_name": files[i].name, "meta": {"_type": "gradio.FileData"}}
-        return sessions[i].run_event("pa-upload-btn", [value], watch)
+        start.wait()
+        return sessions[i].run_event("pa-upload-btn", [value],
+                                     lambda m: events[i].append((m.get("msg"), time.monotonic(), m)))
 
     with ThreadPoolExecutor(2) as pool:
         done = list(pool.map(upload, range(2)))
@@ -353,7 +352,9 @@ def test_two_uploads_at_once_from_two_sessions_both_land(killed_upload):
         s.close()
     statuses = [str(d["output"]["data"]) for d in done]
     assert all(d["success"] for d in done) and all("✓ Added" in s for s in statuses), statuses
-    assert queued, "neither upload waited for the other: two writers ran at once"
+    spans = sorted((next(t for m, t, _ in ev if m == "process_starts"),
+                    next(t for m, t, _ in ev if m == "process_completed")) for ev in events)
+    assert spans[1][0] >= spans[0][1] - 0.5, f"two writers ran at once: {spans}"
     now = store_consistency(killed_upload["settings"])
     assert now["consistent"] and now["whole"] == before + 60, now
 
