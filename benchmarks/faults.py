@@ -29,6 +29,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -367,21 +368,26 @@ def main() -> None:
     only = set(args.only or ["model", "chroma", "upload", "load"])
     tmp = Path(tempfile.mkdtemp(prefix="faults-"))
     t0 = time.perf_counter()
+    steps = [("model", "model server down", lambda: model_down(tmp, args.rounds)),
+             ("chroma", "Chroma restarts", lambda: chroma_restart(tmp, args.cycles)),
+             ("upload", "interrupted and concurrent uploads",
+              lambda: upload_killed(tmp, args.papers, args.kills, args.seed)),
+             ("load", "load, backend none", lambda: load(tmp, "none", args.conversations, args.page))]
+    if args.local:
+        steps.append(("load", "load, local model",
+                      lambda: load(tmp, "local", args.conversations, args.page)))
     try:
-        if "model" in only:
-            print("== model server down", flush=True)
-            model_down(tmp, args.rounds)
-        if "chroma" in only:
-            print("== Chroma restarts", flush=True)
-            chroma_restart(tmp, args.cycles)
-        if "upload" in only:
-            print("== interrupted and concurrent uploads", flush=True)
-            upload_killed(tmp, args.papers, args.kills, args.seed)
-        if "load" in only:
-            print("== load", flush=True)
-            load(tmp, "none", args.conversations, args.page)
-            if args.local:
-                load(tmp, "local", args.conversations, args.page)
+        for key, title, step in steps:
+            if key not in only:
+                continue
+            print(f"== {title}", flush=True)
+            t = time.perf_counter()
+            try:
+                step()
+            except Exception:  # a broken step is reported, the others still run
+                traceback.print_exc()
+                ROWS.append((f"{title}: the run itself failed", 1, "0/1", "see the traceback"))
+            print(f"   ({time.perf_counter() - t:.0f} s)", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"\nfault battery, {time.perf_counter() - t0:.0f} s ({os.cpu_count()} CPUs)\n")

@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -206,14 +207,18 @@ class PageSession:
 
 # ----------------------------------------------------------------------------- /v1
 
+_CLIENT_LOCK = threading.Lock()
+
+
 def v1_conversation(url: str, question: str, follow_up: str = "Who wrote it?",
                     timeout: float = 900.0) -> tuple[dict, dict]:
     """Two turns of one conversation through /v1 with a standard OpenAI client (it echoes only
     the first answer's text). Returns the two responses as dicts."""
     import openai
 
-    client = openai.OpenAI(base_url=url.rstrip("/") + "/v1", api_key="unused", max_retries=0,
-                           timeout=timeout)
+    with _CLIENT_LOCK:  # the SDK imports a module lazily on first use, not thread-safely
+        client = openai.OpenAI(base_url=url.rstrip("/") + "/v1", api_key="unused", max_retries=0,
+                               timeout=timeout)
     first = client.chat.completions.create(model="paper-assistant",
                                            messages=[{"role": "user", "content": question}])
     second = client.chat.completions.create(model="paper-assistant", messages=[

@@ -9,6 +9,7 @@ gives HTTP 200 with the cited extracts and a notice (`> Note: …` at the end of
 """
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -66,10 +67,25 @@ def _v1_stream_text(url: str, question: str) -> tuple[str, dict]:
     return text, [c for c in chunks if c.choices][-1].to_dict()
 
 
+@pytest.fixture(scope="module")
+def seed_template(tmp_path_factory) -> Path:
+    """A store with the seed corpus, built once; `serve` runs on copies of it (on an empty store
+    it would index the corpus itself first, 30-80 s on a busy 2-core machine)."""
+    folder = tmp_path_factory.mktemp("seed-template") / "store"
+    pa = seeded_assistant(folder)
+    assert pa.stats()["papers"] == 20
+    return folder
+
+
+def seed_copy(template: Path, dst: Path) -> Path:
+    shutil.copytree(template, dst)
+    return dst
+
+
 # ============================================================================ 1. model server down
 
 @pytest.fixture(scope="module")
-def llm(tmp_path_factory):
+def llm(tmp_path_factory, seed_template):
     """A SmolLM2 llama_cpp.server on a fixed port of its own (the session's shared one must not
     be killed), the seeded store, and an assistant using it through `--backend openai`."""
     reason = server_available()
@@ -82,7 +98,7 @@ def llm(tmp_path_factory):
     from assistant.library import PaperAssistant
 
     folder = tmp_path_factory.mktemp("llm-down")
-    seeded_assistant(folder / "store")
+    seed_copy(seed_template, folder / "store")
     port = free_port()
     state = {"port": port, "model": model, "stop": None}
 
@@ -278,14 +294,14 @@ KILL_AFTER = 64  # papers written (one batch) before the SIGKILL
 
 
 @pytest.fixture(scope="module")
-def killed_upload(tmp_path_factory):
+def killed_upload(tmp_path_factory, seed_template):
     """Upload UPLOAD_PAPERS real abstracts through the Corpus tab and SIGKILL `serve` once the
     progress bar passes KILL_AFTER; then restart it on the same store."""
     from assistant.config import load_settings
 
     folder = tmp_path_factory.mktemp("killed-upload")
     papers = papers_file(folder / "arxiv.jsonl", UPLOAD_PAPERS)
-    serve = start_serve(folder / "store")
+    serve = start_serve(seed_copy(seed_template, folder / "store"))
     seen: list[tuple[int, int]] = []
 
     def progress(done, total):
@@ -361,12 +377,15 @@ def test_two_uploads_at_once_from_two_sessions_both_land(killed_upload):
 
 # ============================================================================ 4. load
 
-def test_sixteen_v1_and_four_page_conversations_at_once(tmp_path):
-    """16 two-turn /v1 conversations and 4 two-turn page conversations at the same time, backend
+PAGE_CONVERSATIONS = 2  # benchmarks/faults.py runs 4 (and the local model)
+
+
+def test_sixteen_v1_and_page_conversations_at_once(tmp_path, seed_template):
+    """16 two-turn /v1 conversations and 2 two-turn page conversations at the same time, backend
     `none`: every request answered (no 5xx, none dropped), each follow-up about its own paper."""
-    serve = start_serve(tmp_path / "store")
+    serve = start_serve(seed_copy(seed_template, tmp_path / "store"))
     try:
-        start = threading.Barrier(len(CONVERSATIONS) + 4)
+        start = threading.Barrier(len(CONVERSATIONS) + PAGE_CONVERSATIONS)
 
         def v1(i):
             question, author = CONVERSATIONS[i]
@@ -382,9 +401,9 @@ def test_sixteen_v1_and_four_page_conversations_at_once(tmp_path):
             session.close()
             return first, second
 
-        with ThreadPoolExecutor(len(CONVERSATIONS) + 4) as pool:
+        with ThreadPoolExecutor(len(CONVERSATIONS) + PAGE_CONVERSATIONS) as pool:
             v1_futures = [pool.submit(v1, i) for i in range(len(CONVERSATIONS))]
-            page_futures = [pool.submit(page, i) for i in range(4)]
+            page_futures = [pool.submit(page, i) for i in range(PAGE_CONVERSATIONS)]
             v1_results = [f.result(timeout=600) for f in v1_futures]
             page_results = [f.result(timeout=600) for f in page_futures]
         papers = {}
