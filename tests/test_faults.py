@@ -401,11 +401,13 @@ def test_sixteen_v1_and_page_conversations_at_once(tmp_path, seed_template):
             session.close()
             return first, second
 
+        t0 = time.monotonic()
         with ThreadPoolExecutor(len(CONVERSATIONS) + PAGE_CONVERSATIONS) as pool:
             v1_futures = [pool.submit(v1, i) for i in range(len(CONVERSATIONS))]
             page_futures = [pool.submit(page, i) for i in range(PAGE_CONVERSATIONS)]
             v1_results = [f.result(timeout=600) for f in v1_futures]
             page_results = [f.result(timeout=600) for f in page_futures]
+        wall = time.monotonic() - t0
         papers = {}
         for (question, author), (first, second) in zip(CONVERSATIONS, v1_results):
             cited = [c["paper_id"] for c in first["citations"]]
@@ -419,5 +421,40 @@ def test_sixteen_v1_and_page_conversations_at_once(tmp_path, seed_template):
             assert author in second["answer"], (question, second["answer"][:300])
             assert [c["paper_id"] for c in second["citations"]] == [papers[question]]
         assert serve.proc.poll() is None
+        # on a cold serve: 174-212 s here before concurrent questions shared their sentence
+        # embeddings (SentenceEmbeddings), ~20 s after; the bound leaves room for a busy machine
+        assert wall < 120, f"{len(CONVERSATIONS)} conversations took {wall:.0f} s"
     finally:
         serve.stop()
+
+
+def test_concurrent_questions_embed_each_sentence_once(seed_assistant):
+    """Threads asking about the same papers at once wait for the sentences another thread is
+    embedding instead of embedding them again (the cold-start pile-up of the load test)."""
+    from assistant.answer.ground import SentenceEmbeddings
+    from assistant.embed import embed_texts
+
+    embedded: list[str] = []
+    lock = threading.Lock()
+
+    class Counting:
+        def embed_texts(self, texts, batch_size=32):
+            with lock:
+                embedded.extend(texts)
+            time.sleep(0.2)  # long enough for every thread to arrive while it runs
+            return embed_texts(seed_assistant.store.embedder, texts, batch_size)
+
+    sentences = [s for p in seed_assistant.store.papers().values()
+                 for s in p.abstract.split(". ")][:120]
+    embed = SentenceEmbeddings(Counting())
+    start = threading.Barrier(8)
+
+    def ask(i):
+        start.wait()
+        return embed([f"question {i}"] + sentences)
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(ask, range(8)))
+    assert sorted(embedded) == sorted(set(sentences) | {f"question {i}" for i in range(8)})
+    for r in results[1:]:
+        assert (abs(r[1:] - results[0][1:]) < 1e-6).all()
