@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional, Sequence
 
 from .config import SEED_CORPUS, Settings, load_settings
-from .index import Store
+from .index import Store, chroma_errors
 from .ingest import FileReport, ingest_paths
 from .retrieve import Retriever
 from .evaluate import EvalReport, evaluate
@@ -38,8 +38,14 @@ class PaperAssistant:
     def store(self) -> Store:
         with self._lock:
             if self._store is None:
-                self._store = Store(self.settings)
+                with self._chroma():
+                    self._store = Store(self.settings)
             return self._store
+
+    def _chroma(self):
+        """A Chroma server that stops answering is a StoreUnavailable (a StoreError) with a
+        clear message for every front (/v1 answers 503); the next call after it is back works."""
+        return chroma_errors(self.settings.chroma_url or str(self.settings.store_dir))
 
     @property
     def retriever(self) -> Retriever:
@@ -65,27 +71,32 @@ class PaperAssistant:
                     self._store = Store(self.settings, rebuild=True)
                 else:
                     self._store.delete_all()
-        reports = ingest_paths(self.store, [Path(p) for p in paths], skip_bad, progress_factory)
-        if self.settings.map_after_ingest and any(r.papers for r in reports):
-            self.collection_map()  # built now and cached with the store: the page opens it at once
+        with self._chroma():
+            reports = ingest_paths(self.store, [Path(p) for p in paths], skip_bad, progress_factory)
+            if self.settings.map_after_ingest and any(r.papers for r in reports):
+                self.collection_map()  # built now and cached with the store: the page opens it at once
         return reports
 
     def ensure_corpus(self, progress_factory=None) -> Optional[list[FileReport]]:
         """Index the bundled demo corpus when the store is empty (what `make run` relies on)."""
-        if self.store.collection.count() > 0:
-            return None
+        with self._chroma():
+            if self.store.collection.count() > 0:
+                return None
         return self.ingest([SEED_CORPUS], progress_factory=progress_factory)
 
     def stats(self) -> dict:
-        return self.store.stats()
+        with self._chroma():
+            return self.store.stats()
 
     def facets(self, authors: int = 50) -> dict:
         """Categories, the year range, the author count and the `authors` most prolific names."""
-        return self.store.facets(authors)
+        with self._chroma():
+            return self.store.facets(authors)
 
     def author_suggestions(self, typed: str = "", limit: int = 50) -> list[str]:
         """Author names containing `typed` (any part of a name), most prolific first."""
-        return self.store.corpus_stats().author_suggestions(typed, limit)
+        with self._chroma():
+            return self.store.corpus_stats().author_suggestions(typed, limit)
 
     def collection_map(self, rebuild: bool = False):
         """The map of the collection (assistant.map.CollectionMap): every paper in 2-D, coloured
@@ -116,14 +127,15 @@ class PaperAssistant:
     # -- retrieval
     def search(self, query: str, k: Optional[int] = None,
                filters: Optional[Filters] = None) -> list[Hit]:
-        return self.retriever.search(query, k=k, filters=filters)
+        with self._chroma():
+            return self.retriever.search(query, k=k, filters=filters)
 
     def similar(self, paper_id: str, k: Optional[int] = None) -> list[SimilarPaper]:
         """The k papers nearest `paper_id` by meaning, each with its sentence that best links it
         to the source paper. Raises UnknownPaper (a StoreError) for an id not in the store."""
         k = k or self.settings.similar_k
         # the engine's sentence embedder: its cache is shared with answering
-        with self.store.request():
+        with self._chroma(), self.store.request():
             return find_similar(self.store, self.engine.embed, paper_id, k,
                                 self.settings.similar_candidates)
 
@@ -146,12 +158,19 @@ class PaperAssistant:
     # -- answers
     def ask(self, message: str, history: Sequence[Turn] = (), mode: Optional[str] = None,
             filters: Optional[Filters] = None, k: Optional[int] = None) -> Answer:
-        return self.engine.answer(message, list(history), mode=mode, filters=filters, k=k)
+        with self._chroma():
+            return self.engine.answer(message, list(history), mode=mode, filters=filters, k=k)
 
     def ask_stream(self, message: str, history: Sequence[Turn] = (), mode: Optional[str] = None,
                    filters: Optional[Filters] = None, k: Optional[int] = None) -> Iterator:
         """Events: ("retrieved", [Hit]), ("token", str)..., ("final", Answer)."""
-        return self.engine.stream(message, list(history), mode=mode, filters=filters, k=k)
+        with self._chroma():
+            events = self.engine.stream(message, list(history), mode=mode, filters=filters, k=k)
+        return self._guarded(events)
+
+    def _guarded(self, events: Iterator) -> Iterator:
+        with self._chroma():
+            yield from events
 
     def warm_up(self) -> None:
         """Load the embedding session and the language model now, not on the first question

@@ -65,6 +65,7 @@ class AnswerEngine:
         llm = self._get_llm(plan.notices)
         if llm is not None and plan.lead:
             yield turn.show(turn.sep() + turn.numbering.apply(plan.lead))
+        failed = False
         if llm is not None:
             try:
                 for delta in self._stream_llm(llm, plan.prompt, plan.max_tokens):
@@ -72,11 +73,13 @@ class AnswerEngine:
                     yield from turn.sentences(checked.feed(delta))
                 yield from turn.sentences(checked.close())
             except BackendError as exc:  # a failing backend falls back to extracts
+                failed = True
                 plan.notices.append(f"The language model failed ({type(exc).__name__}: "
                                     f"{str(exc)[:120]}); showing extracts instead.")
         turn.grounded = checked.result
-        if not checked.result.used and plan.fallback:
-            if llm is not None and checked.result.dropped:
+        # A model that died mid-answer leaves a fragment: the extracts follow what was shown.
+        if (failed or not checked.result.used) and plan.fallback:
+            if llm is not None and checked.result.dropped and not failed:
                 plan.notices.append("The model's answer could not be verified against the "
                                     "abstracts; showing extracts.")
             yield turn.show(turn.sep() + "Extracts from the most relevant papers:\n"

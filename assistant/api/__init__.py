@@ -26,6 +26,15 @@ The engine checks the finished answer (markers renumbered or removed by groundin
 chunk carries the checked text as `answer` along with `citations`; when the checked text merely
 continues what was streamed, the rest is sent as ordinary deltas first.
 
+When the language model is down (its server killed before or during the answer, a timeout),
+the reply is still HTTP 200: the cited extracts of the papers found, with the reason as a
+notice. Notices (also "the model's answer could not be verified") end the message content as
+Markdown quotes, `> Note: …`, after the answer (streamed: in a last content delta), and are listed
+in the `paper_assistant.notices` field; `citations` and the `answer` field hold the answer
+without them. The next request uses the model again as soon as it answers. A store that is down
+(a `--chroma-url` server stopped) is a 503 `backend_unavailable` naming the server; requests
+succeed again once it is back, without restarting `serve`.
+
 Errors use OpenAI's shape {"error": {"message", "type", "param", "code"}}: 400 bad input,
 401 missing/wrong bearer token, 404 unknown model (GET /v1/models/{id}), 413 a body over
 `api_max_request_bytes` or more than `api_max_messages` messages (settings), 503 store or back
@@ -162,6 +171,12 @@ class Completion:
         return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
 
 
+def notice_text(answer: Answer) -> str:
+    """The answer's notices as Markdown quotes after its text ("" without notices), so a plain
+    OpenAI client shows that, e.g., the model was down and these are extracts."""
+    return "".join(f"\n\n> Note: {n}" for n in answer.notices)
+
+
 async def _complete(pa, call: Completion, memory: AnswerMemory) -> dict:
     try:
         answer: Answer = await run_in_threadpool(pa.ask, call.message, call.history,
@@ -171,12 +186,14 @@ async def _complete(pa, call: Completion, memory: AnswerMemory) -> dict:
     except Exception as exc:  # noqa: BLE001
         log.exception("chat completion failed")
         raise backend_error(exc) from None
+    content = answer.answer + notice_text(answer)
     memory.remember(answer.answer, answer)
+    memory.remember(content, answer)  # what a client echoes back
     return {
         **call.head("chat.completion"), "system_fingerprint": None,
         "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                     "message": {"role": "assistant", "content": answer.answer, "refusal": None}}],
-        "usage": usage(call.history, call.message, answer.answer),
+                     "message": {"role": "assistant", "content": content, "refusal": None}}],
+        "usage": usage(call.history, call.message, content),
         "citations": citations_json(answer.citations),
         "paper_assistant": answer_meta(answer),
     }
@@ -241,12 +258,15 @@ def _sse_end(final: Answer, streamed: str, call: Completion, include_usage: bool
     if text.startswith(streamed) and len(text) > len(streamed):
         yield call.chunk({"content": text[len(streamed):]})  # extractive answers arrive here whole
         delivered = text
-    if memory is not None:  # the client may echo either text back
-        memory.remember(text, final)
-        memory.remember(delivered, final)
+    replaced = text.strip() != delivered.strip()
+    notes = notice_text(final)
+    if notes:  # after the answer, as the page shows them
+        yield call.chunk({"content": notes})
+    if memory is not None:  # the client may echo either text back, with or without the notes
+        for shown in {text, delivered, text + notes, delivered + notes}:
+            memory.remember(shown, final)
     yield call.chunk({}, "stop", citations=citations_json(final.citations), answer=text,
-                     paper_assistant={**answer_meta(final),
-                                      "streamed_text_replaced": text.strip() != delivered.strip()})
+                     paper_assistant={**answer_meta(final), "streamed_text_replaced": replaced})
     if include_usage:
         body = {**call.head("chat.completion.chunk"), "choices": [],
                 "usage": usage(call.history, call.message, text)}

@@ -26,12 +26,14 @@ patches a module attribute must patch it where it is used (e.g. `assistant.index
 from .bm25 import Bm25Index, _stemmer
 from .cache import GET_PAGE, STATS_FILE, CacheMixin
 from .chunking import Chunker, chunk_metadata, content_hash, embedding_text, lexical_text
-from .store import (SCHEMA_VERSION, Store, StoreError, StoreMismatch, UpsertReport, iter_batches,
+from .store import (SCHEMA_VERSION, Store, StoreError, StoreMismatch, StoreUnavailable,
+                    UpsertReport, chroma_errors, is_unreachable, iter_batches,
                     open_chroma_client, paper_matches)
 
 __all__ = [
     "GET_PAGE", "SCHEMA_VERSION", "STATS_FILE",
-    "Bm25Index", "CacheMixin", "Chunker", "Store", "StoreError", "StoreMismatch", "UpsertReport",
+    "Bm25Index", "CacheMixin", "Chunker", "Store", "StoreError", "StoreMismatch", "StoreUnavailable",
+    "UpsertReport", "chroma_errors", "is_unreachable",
     "chunk_metadata", "content_hash", "embedding_text", "iter_batches", "lexical_text",
     "open_chroma_client", "paper_matches",
 ]
