@@ -4,9 +4,12 @@ title's initials, or a distinctive token — before any relevance model is asked
 from __future__ import annotations
 
 import re
+from typing import TypeVar
 
 from ..text import distinctive_tokens, normalise, terms
 from ..types import Paper
+
+J = TypeVar("J")  # a judged candidate: anything with a `.paper`
 
 
 def names_paper(target: str, paper: Paper) -> bool:
@@ -58,3 +61,29 @@ def new_terms(topic: str, papers: list[Paper]) -> bool:
     """Does a summary request name a topic beyond the papers it refers to ("summarize them")?"""
     words = [t for t in terms(topic) if t not in ("them", "these", "those", "both", "two", "three")]
     return bool(words) and not all(any(names_paper(w, p) for p in papers) for w in words)
+
+
+def is_name(side: str) -> bool:
+    """A comparison side that is a name ("GraphSAGE", "TransE", "PETS"), not a description."""
+    return len(side.split()) <= 3 and bool(distinctive_tokens(side))
+
+
+def introduces(name: str, paper: Paper) -> bool:
+    """Does the abstract introduce `name` ("Here we present GraphSAGE, a general …", "… which
+    we call PETS")? Of the papers that mention a method, this is the one that *is* it."""
+    names = "|".join(re.escape(t) for t in distinctive_tokens(name))
+    if not names:
+        return False
+    return bool(re.search(rf"\bwe\s+(?:present|propose|introduce|develop|call|name|term|dub)\b[^.]{{0,80}}?"
+                          rf"(?<![\w-])(?:{names})(?![\w-])|(?:called|named|dubbed|termed)\s+(?:{names})(?![\w-])|"
+                          rf"^(?:{names})(?![\w-])", paper.abstract))
+
+
+def named_in_abstract(target: str, judged: list[J]) -> list[J]:
+    """A comparison side that is a name the titles lack ("GraphSAGE"), among judged candidates
+    (in the judge's order): the papers whose abstract introduces it, else those that use it."""
+    if not is_name(target):
+        return []
+    mentions = [j for j in judged if names_paper(target, j.paper)]
+    return [j for j in mentions if introduces(target, j.paper)] or mentions
+

@@ -20,7 +20,7 @@ from .ground import SentenceEmbeddings, Source, evidence_for
 from .query import (Query, asks_previous_papers, paper_id_in, parse, shown_lists, similar_target,
                     table_request)
 from .relevance import Judge, Judged, authors_named
-from .naming import names_paper, names_title, new_terms, title_names
+from .naming import named_in_abstract, names_paper, names_title, new_terms, title_names
 from .themes import Theme, themes
 
 SINGULAR_RE = re.compile(r"\b(which|what) (paper|work|article|study|method)\b|\bthe paper\b", re.I)
@@ -186,7 +186,7 @@ class Planner:
         hits, judged = self._judged(target, filters, self.policy.candidates)
         taken_ids = {p.paper_id for p in taken}
         free = [j for j in judged if j.paper.paper_id not in taken_ids]
-        named = [j for j in free if title_names(target, j.paper)]
+        named = [j for j in free if title_names(target, j.paper)] or named_in_abstract(target, free)
         if named:
             return named[0].paper, [named[0].hit]
         # the user says this paper exists: membership (the summary threshold) is enough

@@ -1,0 +1,47 @@
+"""Does a phrase name a paper (assistant/answer/naming.py)."""
+from types import SimpleNamespace
+
+import pytest
+
+from assistant.answer.naming import introduces, is_name, named_in_abstract
+from assistant.types import Paper
+
+
+def paper(pid: str, abstract: str, title: str = "A title") -> Paper:
+    return Paper(paper_id=pid, title=title, authors=[], abstract=abstract)
+
+
+@pytest.mark.parametrize("abstract", [
+    "Low-dimensional embeddings help. Here we present GraphSAGE, a general inductive framework.",
+    "We propose a new algorithm called PETS that combines ensembles with sampling.",
+    "TransE models relations as translations in the embedding space.",
+    "We introduce a simple, efficient method, which we call DualGraph, for agents.",
+])
+def test_an_abstract_that_introduces_the_name(abstract):
+    name = next(w.strip(",.") for w in abstract.split() if sum(c.isupper() for c in w) >= 2)
+    assert introduces(name, paper("p", abstract))
+
+
+@pytest.mark.parametrize("abstract", [
+    "We compare against GraphSAGE and GCN baselines on three datasets.",
+    "Unlike PETS, our method needs no ensemble.",
+    "We present a benchmark; baselines include TransE-style models.",
+])
+def test_an_abstract_that_only_uses_the_name(abstract):
+    assert not introduces(next(n for n in ("GraphSAGE", "PETS", "TransE") if n in abstract),
+                          paper("p", abstract))
+
+
+def test_a_named_side_is_the_paper_that_introduces_it_not_the_first_that_mentions_it():
+    judged = [SimpleNamespace(paper=paper("uses", "We compare against GraphSAGE on Reddit.")),
+              SimpleNamespace(paper=paper("other", "Graph kernels for molecules.")),
+              SimpleNamespace(paper=paper("is", "Here we present GraphSAGE, an inductive framework."))]
+    assert [j.paper.paper_id for j in named_in_abstract("GraphSAGE", judged)] == ["is"]
+    # without a paper that introduces it, the judge's order among those that use it
+    assert [j.paper.paper_id for j in named_in_abstract("GraphSAGE", judged[:2])] == ["uses"]
+
+
+def test_descriptions_are_not_names():
+    assert is_name("GraphSAGE") and is_name("EBGAN") and is_name("Top-W")
+    assert not is_name("the paper that unrolls the discriminator")
+    assert not is_name("graph attention")
