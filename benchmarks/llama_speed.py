@@ -87,7 +87,7 @@ def _post(url: str, body: dict, timeout: float = 600) -> dict:
 
 
 def server_parallel(server_bin: Path, model: Path, threads: int, parallel: int,
-                    n_tokens: int, prompt_words: int = 450) -> dict:
+                    n_tokens: int, prompt_words: int = 450) -> dict:  # ~600 tokens
     """`parallel` simultaneous requests against llama-server --parallel `parallel`."""
     from assistant.llm.server import LlamaServer
 
@@ -133,17 +133,20 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--parallel", default="1,4,8")
     ap.add_argument("--server-tokens", type=int, default=48)
+    ap.add_argument("--prompt-words", type=int, default=450, help="per request (~600 tokens)")
     ap.add_argument("--skip-bench", action="store_true")
+    ap.add_argument("--skip-ours", action="store_true")
     args = ap.parse_args()
     model = resolve_model_path(load_settings())
     tools = args.bin or llama_cpp_tools()
     print(f"model {model.name}; threads {args.threads}; load average {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} cores", flush=True)
     rows = []
-    o = ours(model, args.threads, args.reps)
-    rows.append(("ours: llama-cpp-python Llama.eval", o["pp"], o["tg"]))
-    print(f"ours  pp512 {o['pp']:.1f} t/s {[round(x, 1) for x in o['pp_all']]}  "
-          f"tg128 {o['tg']:.1f} t/s {[round(x, 1) for x in o['tg_all']]}", flush=True)
+    if not args.skip_ours:
+        o = ours(model, args.threads, args.reps)
+        rows.append(("ours: llama-cpp-python Llama.eval", o["pp"], o["tg"]))
+        print(f"ours  pp512 {o['pp']:.1f} t/s {[round(x, 1) for x in o['pp_all']]}  "
+              f"tg128 {o['tg']:.1f} t/s {[round(x, 1) for x in o['tg_all']]}", flush=True)
     if tools and (tools / "llama-bench").exists() and not args.skip_bench:
         b = llama_bench(tools / "llama-bench", model, args.threads, args.reps)
         rows.append((f"llama-bench {b.get('build')}", b["pp"], b["tg"]))
@@ -154,12 +157,13 @@ def main() -> int:
         print(f"| {name} | {pp:.1f} | {tg:.1f} |")
     if tools and (tools / "llama-server").exists() and args.parallel:
         print(f"\nllama-server, N simultaneous requests, {args.server_tokens} tokens each "
-              "(ignore_eos), ~600-token prompts:", flush=True)
+              f"(ignore_eos), {args.prompt_words}-word prompts:", flush=True)
         print("| N (= --parallel) | wall s | generated t/s (aggregate) | prompt+generated t/s "
               "| per-request prompt t/s | per-request decode t/s | latency p50 / max s |")
         print("|---|---|---|---|---|---|---|")
         for n in [int(x) for x in args.parallel.split(",")]:
-            r = server_parallel(tools / "llama-server", model, args.threads, n, args.server_tokens)
+            r = server_parallel(tools / "llama-server", model, args.threads, n, args.server_tokens,
+                                args.prompt_words)
             print(f"| {n} | {r['wall']:.1f} | {r['agg_tg']:.1f} | {r['agg_all']:.1f} | "
                   f"{r['server_pp']:.1f} | {r['server_tg']:.1f} | "
                   f"{r['latency_p50']:.1f} / {r['latency_max']:.1f} |", flush=True)

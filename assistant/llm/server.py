@@ -10,7 +10,7 @@ local backend; 0 (the default) keeps the in-process llama-cpp-python model.
 The binaries come from the llama.cpp sources that llama-cpp-python vendors, built by
 `make llama-tools` into ~/.cache/paper-assistant/llama-tools/bin (or $PAPER_ASSISTANT_LLAMA_BIN).
 The child listens on 127.0.0.1 only, needs no network, and dies with us: stopped at exit, and
-sent SIGTERM by the kernel if we die first (PR_SET_PDEATHSIG).
+killed by the kernel if we die first (PR_SET_PDEATHSIG).
 """
 from __future__ import annotations
 
@@ -60,7 +60,9 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
         try:
             import ctypes
 
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+            # PR_SET_PDEATHSIG. SIGKILL, not SIGTERM: llama-server takes a first SIGTERM as "finish
+            # the requests in progress" and, busy, went on for minutes after its parent was gone
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(signal.SIGKILL))
         except Exception:
             pass
     os.setsid()  # not in our terminal's process group: Ctrl-C reaches serve, which stops it
