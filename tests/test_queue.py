@@ -193,3 +193,29 @@ def test_api_and_page_say_the_answer_waits_for_the_model(answering, smol):
     assert "1 request ahead" in waiting["status"]
     assert "waiting for the model" in waiting["chatbot"][-1]["content"]
     assert "waiting" not in updates[-1]["chatbot"][-1]["content"]
+
+
+@needs_smol
+def test_llama_server_child_slots_queue_visibly_and_stop():
+    """`serve --parallel N`: the local model in a llama-server child (skipped unless
+    `make llama-tools` built it). One slot: a second request waits, visibly, then answers."""
+    from assistant.llm.server import llama_cpp_tools
+
+    if llama_cpp_tools() is None:
+        pytest.skip("llama-server not built (make llama-tools)")
+    settings = Settings(llm_backend="local", model_path=SMOL, llm_server_parallel=1, max_tokens=8,
+                        n_ctx=1024, temperature=0.0, llm_timeout=300)
+    llm = make_llm(settings)
+    server = llm._llama_server
+    assert server.alive() and server.base_url.startswith("http://127.0.0.1:")
+    first = stream_chat_events(llm, MESSAGES)
+    assert next(first)[0] == "text"  # A holds the only slot
+    events: list = []
+    thread, box = _in_thread(lambda: events.extend(stream_chat_events(llm, MESSAGES)))
+    assert _until(lambda: events) and events[0] == ("waiting", 1)
+    list(first)
+    thread.join(300)
+    assert "error" not in box, box.get("error")
+    assert any(k == "text" for k, _ in events)
+    server.stop()
+    assert not server.alive()
