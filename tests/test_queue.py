@@ -141,7 +141,7 @@ def answering(seed_settings, seed_assistant, smol):
 
 
 @needs_smol
-def test_api_and_page_say_the_answer_waits_for_the_model(answering, smol):
+def test_api_and_page_say_the_answer_waits_for_the_model(answering, smol, tmp_path):
     # /v1, streamed: a status chunk with no text while the model is busy, then the answer
     app = FastAPI()
     app.include_router(create_router(answering))
@@ -173,7 +173,7 @@ def test_api_and_page_say_the_answer_waits_for_the_model(answering, smol):
 
     page = Page(**{name: name for name in ("session", "chatbot", "status", "msg", "sources",
                                           "copy_md", "bib", "table_csv")})
-    handlers = PageHandlers(answering, page, Path("."))
+    handlers = PageHandlers(answering, page, tmp_path)
     updates: list[dict] = []
     holder = _hold(smol)
 
