@@ -26,7 +26,7 @@ endif
 LLAMA_KEY     := $(shell echo '$(LLAMA_VERSION) $(LLAMA_CMAKE)' | md5sum | cut -c1-10)
 LLAMA_WHEELS  := $(HOME)/.cache/paper-assistant/wheels/llama-$(LLAMA_KEY)
 
-.PHONY: install run test test-fast screenshot browser bench eval clean llama-wheel
+.PHONY: install run test test-fast screenshot browser bench eval clean llama-wheel llama-tools
 
 install: $(STAMP)
 
@@ -35,6 +35,22 @@ llama-wheel:
 	  echo "building llama-cpp-python $(LLAMA_VERSION) (llama.cpp from source, a few minutes)"; \
 	  CMAKE_ARGS="$(LLAMA_CMAKE)" $(PIP) wheel -q --no-deps --no-cache-dir --no-binary llama-cpp-python \
 	    llama-cpp-python==$(LLAMA_VERSION) -w $(LLAMA_WHEELS); }
+
+# llama.cpp's own llama-server and llama-bench, from the very sources llama-cpp-python vendors
+# (its sdist), with the same instruction sets, static, outside the tree: for `serve --parallel N`
+# and benchmarks/llama_speed.py. Optional; ~20 min on 2 busy cores.
+LLAMA_TOOLS   := $(HOME)/.cache/paper-assistant/llama-tools
+llama-tools:
+	@test -x $(LLAMA_TOOLS)/bin/llama-server -a -x $(LLAMA_TOOLS)/bin/llama-bench || { \
+	  set -e; mkdir -p $(LLAMA_TOOLS)/src; \
+	  test -f $(LLAMA_TOOLS)/src/llama_cpp_python-$(LLAMA_VERSION).tar.gz || \
+	    $(PIP) download -q --no-deps --no-binary :all: llama-cpp-python==$(LLAMA_VERSION) -d $(LLAMA_TOOLS)/src; \
+	  tar xzf $(LLAMA_TOOLS)/src/llama_cpp_python-$(LLAMA_VERSION).tar.gz -C $(LLAMA_TOOLS)/src; \
+	  cmake -S $(LLAMA_TOOLS)/src/llama_cpp_python-$(LLAMA_VERSION)/vendor/llama.cpp -B $(LLAMA_TOOLS)/build \
+	    -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF $(LLAMA_CMAKE) \
+	    -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF >/dev/null; \
+	  cmake --build $(LLAMA_TOOLS)/build -j$$(nproc) --target llama-server llama-bench; \
+	  mkdir -p $(LLAMA_TOOLS)/bin; cp $(LLAMA_TOOLS)/build/bin/llama-server $(LLAMA_TOOLS)/build/bin/llama-bench $(LLAMA_TOOLS)/bin/; }
 
 # Rebuilt only when the project's dependencies change, so a second `make install` is instant.
 $(STAMP): pyproject.toml setup.py Makefile

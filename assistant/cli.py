@@ -38,9 +38,9 @@ YearToOpt = Annotated[Optional[int], typer.Option("--year-to", help="Only papers
 
 
 def make_assistant(store=None, chroma_url=None, preset="default", backend=None,
-                   model_path=None) -> PaperAssistant:
+                   model_path=None, **overrides) -> PaperAssistant:
     settings = load_settings(preset, store_dir=store, chroma_url=chroma_url,
-                             llm_backend=backend, model_path=model_path)
+                             llm_backend=backend, model_path=model_path, **overrides)
     return PaperAssistant(settings)
 
 
@@ -352,13 +352,15 @@ def serve(
                                                    help="Bearer token the /v1 API requires (or env PAPER_ASSISTANT_API_KEY).")] = None,
     store: StoreOpt = None, chroma_url: ChromaOpt = None, preset: PresetOpt = "default",
     backend: BackendOpt = None, model_path: ModelPathOpt = None,
+    parallel: Annotated[Optional[int], typer.Option("--parallel", show_default=False,
+                                                    help="Serve the local model with llama.cpp's llama-server (a child process) and this many parallel slots; 0: in-process, one answer at a time (the default; env PAPER_ASSISTANT_LLM_SERVER_PARALLEL). Needs `make llama-tools`.")] = None,
 ):
     """Serve the chat page and the OpenAI-compatible API (http://127.0.0.1:7860/ by default).
 
     Indexes the bundled demo corpus first when the store is empty."""
     from .server import ServeError, serve as run_server
 
-    pa = make_assistant(store, chroma_url, preset, backend, model_path)
+    pa = make_assistant(store, chroma_url, preset, backend, model_path, llm_server_parallel=parallel)
     try:
         with friendly_errors():
             run_server(host=host, port=port, auth=auth, no_auth=no_auth, api_key=api_key, pa=pa,

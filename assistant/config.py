@@ -139,6 +139,12 @@ class Settings(BaseSettings):
     temperature: float = 0.1
     n_ctx: int = 4096
     n_threads: int = 0  # 0: all cores
+    # Several users on the local model: >0 serves it with llama.cpp's own llama-server, started as
+    # a child process with this many parallel slots (continuous batching; each slot gets n_ctx
+    # tokens), used through the OpenAI-compatible client; requests beyond the slots wait in a
+    # visible queue. 0: in-process llama-cpp-python, one generation at a time (the default).
+    # Needs `make llama-tools` (README, "Scale": when it pays on this machine).
+    llm_server_parallel: int = Field(0, ge=0, le=64)
     theme_similarity: float = 0.45  # a summary's themes: groups of papers at least this similar (cosine)
     max_themes: int = 6
     compare_max: int = 4

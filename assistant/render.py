@@ -85,7 +85,10 @@ def citations_json(citations: Iterable[Citation]) -> list[dict]:
 
 def answer_meta(answer: Answer) -> dict:
     return {"intent": answer.intent, "abstained": answer.abstained, "notices": answer.notices,
-            "backend": answer.backend}
+            "backend": answer.backend,
+            # seconds from the request: plan, first_token (the model's), waited_from, total;
+            # model_tokens: the model's streamed pieces (one token each from llama.cpp)
+            "timings": {k: round(v, 3) for k, v in answer.timings.items()}}
 
 
 def answer_payload(answer: Answer) -> dict:
@@ -95,3 +98,10 @@ def answer_payload(answer: Answer) -> dict:
 
 def hits_json(hits: Iterable[Hit]) -> list[dict]:
     return [h.to_json() for h in hits]
+
+
+def waiting_notice(ahead: int) -> str:
+    """What a front shows while its request waits for the model (engine event "waiting")."""
+    if ahead <= 0:
+        return "waiting for the model"
+    return f"waiting for the model ({ahead} request{'s' * (ahead != 1)} ahead)"

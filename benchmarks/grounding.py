@@ -54,7 +54,8 @@ def raw_prose(pa, question: str) -> tuple[object, str]:
         return plan, ""
     llm = eng._get_llm([])
     try:
-        return plan, "".join(eng._stream_llm(llm, plan.prompt, plan.max_tokens))
+        return plan, "".join(d for kind, d in eng._stream_llm(llm, plan.prompt, plan.max_tokens)
+                             if kind == "text")
     except BackendError as exc:  # a slow or failing turn is skipped, not the whole run
         print(f"  skipped ({type(exc).__name__})", flush=True)
         return plan, ""

@@ -36,6 +36,7 @@ import statistics
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -227,6 +228,103 @@ def simulate(pa: PaperAssistant, n: int) -> None:
           f"({path.stat().st_size / 1e6:.1f} MB)")
 
 
+def derive_store(base: Path, n: int, dest: Path, noise: float = 0.02, seed: int = 0) -> Path:
+    """A store of `n` papers made from the real store `base` without embedding anything: its
+    papers repeated with new ids (`<id>~k`), each copy's chunk vectors the original's plus a
+    little Gaussian noise (sd `noise` per dimension, renormalised), so HNSW indexes distinct
+    points. Text, BM25, statistics and every cache are built by the store itself
+    (`finish_ingest`). Reused while it has `n` papers."""
+    import json as _json
+    import shutil
+
+    import numpy as np
+
+    from assistant.index import Store
+
+    settings = load_settings(store_dir=dest, llm_backend="none")
+    marker = dest / "derived.json"
+    if marker.exists() and _json.loads(marker.read_text()).get("n") == n:
+        return dest
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(base, dest)
+    store = Store(settings)
+    have = store.stats()["papers"]
+    col = store.collection
+    rng = np.random.default_rng(seed)
+    total = col.count()
+    t0 = time.perf_counter()
+    made = have
+    copy = 0
+    while made < n:
+        copy += 1
+        for offset in range(0, total, 2000):
+            got = col.get(limit=2000, offset=offset, include=["documents", "metadatas", "embeddings"])
+            ids, docs, metas, vecs = [], [], [], []
+            for cid, doc, meta, vec in zip(got["ids"], got["documents"], got["metadatas"],
+                                           got["embeddings"]):
+                pid = meta["paper_id"]
+                if "~" in pid:
+                    continue
+                meta = dict(meta)
+                new_pid = f"{pid}~{copy}"
+                meta["paper_id"] = new_pid
+                if "paper" in meta:
+                    rec = _json.loads(meta["paper"])
+                    rec["paper_id"] = new_pid
+                    meta["paper"] = _json.dumps(rec)
+                ids.append(cid.replace(f"{pid}::", f"{new_pid}::", 1))
+                docs.append(doc)
+                metas.append(meta)
+                vecs.append(vec)
+            if not ids:
+                continue
+            v = np.asarray(vecs, dtype=np.float32)
+            v = v + rng.normal(0, noise, v.shape).astype(np.float32)
+            v /= np.linalg.norm(v, axis=1, keepdims=True)
+            # only whole papers, until n
+            keep = list(range(len(metas)))
+            papers_here = {m["paper_id"] for m in metas}
+            if made + len(papers_here) > n:
+                allowed = sorted(papers_here)[: n - made]
+                allowed_set = set(allowed)
+                keep = [i for i, m in enumerate(metas) if m["paper_id"] in allowed_set]
+                papers_here = allowed_set
+            if keep:
+                col.upsert(ids=[ids[i] for i in keep], documents=[docs[i] for i in keep],
+                           metadatas=[metas[i] for i in keep], embeddings=v[keep])
+            made += len(papers_here)
+            if made >= n:
+                break
+        print(f"  derived copy {copy}: {made} papers, {time.perf_counter() - t0:.0f} s",
+              file=sys.stderr, flush=True)
+    store._set_meta(revision=uuid.uuid4().hex)
+    store.finish_ingest()
+    marker.write_text(_json.dumps({"n": n, "base": str(base), "noise": noise}))
+    print(f"derived {dest} ({made} papers) in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    return dest
+
+
+def serve_cost(store: Path, max_tokens: int = 16) -> dict:
+    """`serve` on this store with the local model: seconds from start until the page answers,
+    until the first answer (model loaded), and serve's peak RSS (VmHWM) after that answer."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from load import Serve, ask, peak_rss_mb
+
+    serve = Serve(store, max_tokens, 0)
+    try:
+        t0 = time.perf_counter()
+        # a question these stores answer (the seed corpus' questions may find nothing here,
+        # and then the model is not asked)
+        answer = ask(serve.url, "Summarize the papers on neural networks for graphs.", [])
+        first = time.perf_counter() - t0
+        return {"page_s": serve.start_s, "first_answer_s": first,
+                "rss_mb": peak_rss_mb(serve.proc.pid),
+                "model_answered": answer["first_token"] is not None}
+    finally:
+        serve.stop()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--papers", type=int, default=10_000)
@@ -236,9 +334,19 @@ def main() -> int:
     ap.add_argument("--simulate", type=int, default=0)
     ap.add_argument("--embed-tokens", type=int, default=48,
                     help="word pieces the model reads while building the store (256 = faithful)")
+    ap.add_argument("--derive", type=int, default=0,
+                    help="measure a store of this many papers derived from the --papers store "
+                         "(papers repeated, vectors the originals' plus noise; nothing embedded)")
+    ap.add_argument("--serve", action="store_true",
+                    help="also: serve's start until the page answers, and its peak RSS with the "
+                         "local model loaded (one answer)")
     args = ap.parse_args()
     store = args.store or STORES / f"scale-{args.papers}"
     pa, built = open_store(args.papers, store, args.embed_tokens)
+    if args.derive:
+        del pa
+        store = derive_store(store, args.derive, STORES / f"scale-{args.derive}-derived")
+        pa, built = PaperAssistant(load_settings(store_dir=store, llm_backend="none")), None
     rows = measure(pa, args.queries, args.seed)
     cost = stats_cost(pa)
     s = pa.stats()
@@ -257,6 +365,12 @@ def main() -> int:
               if f.is_file()) + ")")
     if args.simulate:
         simulate(pa, args.simulate)
+    if args.serve:
+        del pa
+        cost = serve_cost(store)
+        print(f"serve: page answers {cost['page_s']:.1f} s after start; first answer (model "
+              f"loaded) {cost['first_answer_s']:.1f} s later; peak RSS {cost['rss_mb']:.0f} MB "
+              f"(model answered: {cost['model_answered']})")
     return 0
 
 

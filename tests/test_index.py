@@ -596,3 +596,20 @@ def test_revision_is_read_once_per_search_and_per_plan(tmp_path, monkeypatch):
         changed = tiny_papers()[1].model_copy(update={"abstract": "Wombatronic graph kernels."})
         pa.store.upsert_papers([changed])
         assert pa.store.paper("p-graph").abstract == changed.abstract
+
+
+def test_dense_search_with_a_filter_too_large_for_one_in_clause(seed_assistant, monkeypatch):
+    """A filter passing many papers (at 100k papers, more ids than SQLite allows in one
+    statement) gives the same neighbours by over-fetching or by `$in` slices."""
+    import assistant.index.store as store_module
+
+    store = seed_assistant.store
+    ids = sorted(store.papers())
+    vector = np.asarray(seed_assistant.store.embedder.get_query_embedding("federated learning"))
+    for allowed in (set(ids[:12]), set(ids[:3])):  # 60% of the corpus, then 15%
+        expected = store.dense_search(vector, 5, allowed)
+        monkeypatch.setattr(store_module, "IN_LIMIT", 2)
+        got = store.dense_search(vector, 5, allowed)
+        monkeypatch.setattr(store_module, "IN_LIMIT", 5000)
+        assert [h[0] for h in got] == [h[0] for h in expected]
+        assert all(h[1] in allowed for h in got)

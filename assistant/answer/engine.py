@@ -1,7 +1,9 @@
 """The answering engine: plan → retrieve → compose (structure + model prose) → ground.
 
 `AnswerEngine.stream` yields events so every front end can show the papers found before the
-model speaks: ("retrieved", [Hit]), then ("token", text)..., then ("final", Answer).
+model speaks: ("retrieved", [Hit]), then ("token", text)..., then ("final", Answer); while the
+model is busy with other requests, ("waiting", ahead) (requests served before this one) comes
+before the model's first token, at first and whenever it changes.
 """
 from __future__ import annotations
 
@@ -68,8 +70,13 @@ class AnswerEngine:
         failed = False
         if llm is not None:
             try:
-                for delta in self._stream_llm(llm, plan.prompt, plan.max_tokens):
+                for kind, delta in self._stream_llm(llm, plan.prompt, plan.max_tokens):
+                    if kind == "waiting":
+                        turn.timings.setdefault("waited_from", time.perf_counter() - turn.t0)
+                        yield "waiting", delta
+                        continue
                     turn.timings.setdefault("first_token", time.perf_counter() - turn.t0)
+                    turn.timings["model_tokens"] = turn.timings.get("model_tokens", 0) + 1
                     yield from turn.sentences(checked.feed(delta))
                 yield from turn.sentences(checked.close())
             except BackendError as exc:  # a failing backend falls back to extracts
@@ -119,14 +126,15 @@ class AnswerEngine:
             return ""
         return text.strip().strip('"').split("\n")[0]
 
-    def _stream_llm(self, llm, prompt: str, max_tokens: int) -> Iterator[str]:
-        from ..llm import stream_chat_text
+    def _stream_llm(self, llm, prompt: str, max_tokens: int) -> Iterator[tuple[str, object]]:
+        """("waiting", ahead)... while the model is busy, then ("text", delta)..."""
+        from ..llm import stream_chat_events
         from ..prompts import load_prompt
 
         messages = [{"role": "system", "content": load_prompt("system")},
                     {"role": "user", "content": prompt}]
-        yield from stream_chat_text(llm, messages,
-                                    max_tokens=min(max_tokens, self.settings.max_tokens))
+        yield from stream_chat_events(llm, messages,
+                                      max_tokens=min(max_tokens, self.settings.max_tokens))
 
     def _finish(self, turn: "_Turn") -> Answer:
         plan, grounded = turn.plan, turn.grounded

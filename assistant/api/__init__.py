@@ -56,7 +56,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from ..config import Settings
 from ..conversation import AnswerMemory, parse_mode
-from ..render import answer_meta, citations_json, hits_json
+from ..render import answer_meta, citations_json, hits_json, waiting_notice
 from ..types import Answer, Turn
 from .request import (ApiError, ChatRequest, OpenAIRoute, backend_error, parse_body,
                       parse_request, read_body, request_filters, usage)
@@ -233,6 +233,9 @@ def _sse(events: Iterator, first, call: Completion, include_usage: bool,
             kind, payload = event
             if kind == "retrieved":
                 yield call.chunk({}, retrieved=hits_json(payload))
+            elif kind == "waiting":  # no text: a status OpenAI clients ignore, ours can show
+                yield call.chunk({}, paper_assistant={"status": waiting_notice(int(payload)),
+                                                      "waiting": True, "ahead": int(payload)})
             elif kind == "token" and payload:
                 streamed += payload
                 yield call.chunk({"content": payload})

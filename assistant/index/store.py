@@ -343,15 +343,40 @@ class Store(CacheMixin):
         count = self.collection.count()
         if count == 0 or (allowed is not None and not allowed):
             return []
+        if allowed is not None and len(allowed) > IN_LIMIT:
+            return self._dense_search_many(query_vector, n, allowed, count)
         where = {"paper_id": {"$in": sorted(allowed)}} if allowed is not None else None
-        res = self.collection.query(query_embeddings=[query_vector.tolist()],
-                                    n_results=min(n, count), where=where,
-                                    include=["documents", "metadatas", "distances"])
+        return self._dense_query(query_vector, min(n, count), where)
+
+    def _dense_query(self, query_vector: np.ndarray, n: int,
+                     where: Optional[dict]) -> list[tuple[str, str, float, str]]:
+        res = self.collection.query(query_embeddings=[query_vector.tolist()], n_results=n,
+                                    where=where, include=["documents", "metadatas", "distances"])
         out = []
         for cid, doc, meta, dist in zip(res["ids"][0], res["documents"][0],
                                         res["metadatas"][0], res["distances"][0]):
             out.append((cid, meta["paper_id"], 1.0 - float(dist), doc))
         return out
+
+    def _dense_search_many(self, query_vector: np.ndarray, n: int, allowed: set[str],
+                           count: int) -> list[tuple[str, str, float, str]]:
+        """A filter that lets many papers through: one `$in` with them all would exceed
+        SQLite's limit on a statement's variables (32,766; seen at 100k papers) and is slow
+        long before. A filter passing a large share of the corpus: the unfiltered neighbours,
+        over-fetched and filtered here; a smaller one: `$in` in slices, merged by similarity."""
+        share = len(allowed) / max(1, len(self.papers()))
+        if share >= 0.2:
+            fetch = min(count, int(n / share * 3) + n)
+            hits = [h for h in self._dense_query(query_vector, fetch, None) if h[1] in allowed]
+            if len(hits) >= n or fetch >= count:
+                return hits[:n]
+        ids = sorted(allowed)
+        hits = []
+        for start in range(0, len(ids), IN_LIMIT):
+            hits += self._dense_query(query_vector, min(n, count),
+                                      {"paper_id": {"$in": ids[start:start + IN_LIMIT]}})
+        hits.sort(key=lambda h: -h[2])
+        return hits[:n]
 
     def paper_vectors(self, paper_ids: list[str]) -> np.ndarray:
         """Each paper's mean chunk embedding, in the order given (zeros for unknown ids)."""
@@ -396,6 +421,9 @@ class Store(CacheMixin):
         return {"categories": sorted(stats.categories),
                 "authors": stats.author_suggestions("", authors),
                 "author_count": len(stats.authors), "year_min": year_min, "year_max": year_max}
+
+
+IN_LIMIT = 5000  # paper ids in one Chroma `$in` filter (see Store._dense_search_many)
 
 
 def paper_matches(paper: Paper, filters: Filters) -> bool:

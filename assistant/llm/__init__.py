@@ -3,10 +3,14 @@
 Public API
 ----------
 - ``make_llm(settings) -> LLM | None``: a llama-index ``LLM`` for ``settings.llm_backend``
-  ("local" → :class:`~assistant.llm.local.LocalLlamaCPP`, "openai" →
+  ("local" → :class:`~assistant.llm.local.LocalLlamaCPP`, or with ``llm_server_parallel`` > 0
+  a llama-server child with that many slots (``llm/server.py``), "openai" →
   :class:`~assistant.llm.openai.OpenAICompatible`, "none" → ``None``).
 - ``backend_label(settings) -> str``: a human label for the UI / logs (never contains a key).
 - ``stream_chat_text(llm, messages) -> Iterator[str]``: role/content dicts in, text deltas out.
+- ``stream_chat_events(llm, messages) -> Iterator[("text", str) | ("waiting", int)]``: the same,
+  plus how many requests are ahead while this one waits for the model (local model, or the
+  llama-server child's slots).
 - ``count_tokens(llm, text) -> int``: exact for the local model, an estimate otherwise.
 - ``ensure_default_model(cache_dir) -> Path``: assemble + verify the packaged Qwen2.5-Coder GGUF.
 
@@ -47,7 +51,7 @@ __all__ = [
     "DEFAULT_MODEL_FILENAME", "DEFAULT_MODEL_SIZE", "DEFAULT_MODEL_SHA256", "PART_PACKAGES",
     "INSTALL_HINT", "packaged_part_paths", "assemble_model", "ensure_default_model",
     "resolve_model_path", "LocalLlamaCPP", "make_llm", "backend_label",
-    "stream_chat_text", "to_chat_messages", "count_tokens",
+    "stream_chat_text", "stream_chat_events", "to_chat_messages", "count_tokens",
 ]
 
 
@@ -66,6 +70,10 @@ def make_llm(settings: "Settings") -> Optional[LLM]:
 
         return make_openai(settings)
     if backend == "local":
+        if settings.llm_server_parallel > 0:  # llama-server child, N slots (llm/server.py)
+            from .server import make_server_llm
+
+            return make_server_llm(settings, resolve_model_path(settings))
         _import_llama_cpp()
         path = resolve_model_path(settings)
         return LocalLlamaCPP(
@@ -102,6 +110,8 @@ def backend_label(settings: "Settings") -> str:
         where = _safe_url(base) if base else "api.openai.com"
         return f"openai · {settings.resolved_llm_model()} @ {where}"
     name = Path(settings.model_path).name if settings.model_path else DEFAULT_MODEL_FILENAME
+    if settings.llm_server_parallel > 0:
+        return f"local · {name} · llama-server, {settings.llm_server_parallel} slots"
     return f"local · {name}"
 
 
@@ -124,12 +134,24 @@ def stream_chat_text(llm: LLM, messages: Sequence[dict[str, str]], **kwargs: Any
     Raises :class:`BackendError` (possibly after some deltas were yielded); errors of other
     LLM classes from the openai client are translated too.
     """
+    for kind, value in stream_chat_events(llm, messages, **kwargs):
+        if kind == "text":
+            yield value
+
+
+def stream_chat_events(llm: LLM, messages: Sequence[dict[str, str]],
+                       **kwargs: Any) -> Iterator[tuple[str, Any]]:
+    """``("waiting", ahead)`` while the request waits for the model (``ahead`` requests are
+    served first; reported at first and when it changes), then ``("text", delta)``... Errors as
+    :func:`stream_chat_text`."""
     chat_messages = to_chat_messages(messages)
     timeout = float(getattr(llm, "timeout", 0) or 0)
     try:
         for response in llm.stream_chat(chat_messages, **kwargs):
             if response.delta:
-                yield response.delta
+                yield "text", response.delta
+            elif "waiting" in (response.additional_kwargs or {}):
+                yield "waiting", int(response.additional_kwargs["waiting"])
     except BackendError:
         raise
     except openai_errors() as exc:

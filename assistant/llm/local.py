@@ -26,6 +26,7 @@ from llama_index.core.llms import CustomLLM
 from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
 
 from .errors import INSTALL_HINT, BackendError, BackendTimeout, ModelUnavailable
+from .turns import Turns, TurnTimeout
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +34,21 @@ log = logging.getLogger(__name__)
 @dataclass
 class _LoadedModel:
     llama: Any  # llama_cpp.Llama
-    lock: threading.Lock
+    lock: Turns  # one generation at a time, the others wait in arrival order
     load_seconds: float
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """Yielded by a generation that waits for the model, instead of text: ``ahead`` requests
+    will be served first. The streaming methods turn it into a ``ChatResponse`` with no delta and
+    ``additional_kwargs={"waiting": ahead}`` (see ``llm.stream_chat_events``)."""
+
+    ahead: int
+
+
+def _text(deltas: Iterable[Any]) -> str:
+    return "".join(d for d in deltas if isinstance(d, str))
 
 
 _MODELS: dict[tuple[str, int, int], _LoadedModel] = {}
@@ -79,7 +93,7 @@ def _load_model(path: str, n_ctx: int, n_threads: int) -> _LoadedModel:
         else:
             log.warning("%s has no chat template in its metadata; llama-cpp-python falls back to "
                         "its %r format, which may not suit this model", path, llama.chat_format)
-        loaded = _LoadedModel(llama, threading.Lock(), time.perf_counter() - start)
+        loaded = _LoadedModel(llama, Turns(1), time.perf_counter() - start)
         log.info("loaded %s in %.1fs (chat format %s)", path, loaded.load_seconds,
                  getattr(llama, "chat_format", None))
         _MODELS[key] = loaded
@@ -122,8 +136,9 @@ class LocalLlamaCPP(CustomLLM):
     Chat goes through ``Llama.create_chat_completion``, i.e. the chat template stored in the
     GGUF's own metadata (``tokenizer.chat_template``; ChatML for Qwen2.5), not llama-index's
     generic prompt format. The model is loaded lazily (or via :meth:`load`) and shared per
-    process; one generation at a time holds its lock, others queue (each waits at most
-    ``timeout`` seconds for its turn, then generates for at most ``timeout`` seconds).
+    process; one generation at a time holds its lock, others queue in arrival order (each waits
+    at most ``timeout`` seconds for its turn, then generates for at most ``timeout`` seconds).
+    While a streamed call waits, its stream reports how many are ahead of it (:class:`Waiting`).
     """
 
     model_path: str = Field(description="Path of the GGUF file.")
@@ -186,15 +201,20 @@ class LocalLlamaCPP(CustomLLM):
         return len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
     # -- generation core
-    def _generate(self, make_stream: Callable[[Any], Iterable[dict]], extract: Callable[[dict], str]) -> Iterator[str]:
-        """Yield text deltas of one generation, holding the model lock and enforcing the timeout."""
+    def _generate(self, make_stream: Callable[[Any], Iterable[dict]],
+                  extract: Callable[[dict], str]) -> Iterator[Any]:
+        """Yield text deltas of one generation (and :class:`Waiting` while other requests are
+        ahead of it), holding the model's turn and enforcing the timeout."""
         self.load()
         assert self._loaded is not None
         loaded = self._loaded
-        if not loaded.lock.acquire(timeout=self.timeout):
+        try:
+            for ahead in loaded.lock.wait(self.timeout):
+                yield Waiting(ahead)
+        except TurnTimeout:
             raise BackendTimeout(
                 f"the local model stayed busy with other requests for more than {self.timeout:g}s"
-            )
+            ) from None
         stream = None
         parts: list[str] = []
         try:
@@ -225,7 +245,7 @@ class LocalLlamaCPP(CustomLLM):
                     pass
             loaded.lock.release()
 
-    def _chat_deltas(self, messages: Sequence[ChatMessage], **kwargs: Any) -> Iterator[str]:
+    def _chat_deltas(self, messages: Sequence[ChatMessage], **kwargs: Any) -> Iterator[Any]:
         params = self._gen_params(kwargs)
 
         def make(llama: Any) -> Iterable[dict]:
@@ -233,7 +253,7 @@ class LocalLlamaCPP(CustomLLM):
 
         return self._generate(make, lambda c: (c["choices"][0].get("delta") or {}).get("content") or "")
 
-    def _raw_deltas(self, prompt: str, **kwargs: Any) -> Iterator[str]:
+    def _raw_deltas(self, prompt: str, **kwargs: Any) -> Iterator[Any]:
         params = self._gen_params(kwargs)
 
         def make(llama: Any) -> Iterable[dict]:
@@ -251,7 +271,7 @@ class LocalLlamaCPP(CustomLLM):
     # -- llama-index interface
     @llm_chat_callback()
     def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        text = "".join(self._chat_deltas(messages, **kwargs))
+        text = _text(self._chat_deltas(messages, **kwargs))
         return ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=text))
 
     @llm_chat_callback()
@@ -259,6 +279,10 @@ class LocalLlamaCPP(CustomLLM):
         def gen() -> ChatResponseGen:
             content = ""
             for delta in self._chat_deltas(messages, **kwargs):
+                if isinstance(delta, Waiting):
+                    yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=content),
+                                       delta="", additional_kwargs={"waiting": delta.ahead})
+                    continue
                 content += delta
                 yield ChatResponse(
                     message=ChatMessage(role=MessageRole.ASSISTANT, content=content), delta=delta
@@ -272,7 +296,7 @@ class LocalLlamaCPP(CustomLLM):
         otherwise it is sent as one user message through the GGUF's chat template."""
         deltas = self._raw_deltas(prompt, **kwargs) if formatted else self._chat_deltas(
             [ChatMessage(role=MessageRole.USER, content=prompt)], **kwargs)
-        return CompletionResponse(text="".join(deltas))
+        return CompletionResponse(text=_text(deltas))
 
     @llm_completion_callback()
     def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseGen:
@@ -282,6 +306,10 @@ class LocalLlamaCPP(CustomLLM):
         def gen() -> CompletionResponseGen:
             text = ""
             for delta in deltas:
+                if isinstance(delta, Waiting):
+                    yield CompletionResponse(text=text, delta="",
+                                             additional_kwargs={"waiting": delta.ahead})
+                    continue
                 text += delta
                 yield CompletionResponse(text=text, delta=delta)
 

@@ -24,7 +24,7 @@ import gradio as gr
 from .. import conversation
 from ..conversation import InputError
 from ..export import bibtex_entries, table_csv
-from ..render import answer_markdown, answer_payload
+from ..render import answer_markdown, answer_payload, waiting_notice
 from ..types import Answer, Hit
 from .render import (category_choices, esc, render_answer, safe_markdown, sources_panel, stats_html,
                      year_hint)
@@ -190,6 +190,14 @@ class PageHandlers:
             messages[-1] = {"role": "assistant", "content": f"*{head}*"}
             return {p.chatbot: messages, p.sources: sources_panel(records, turn.found, pending=head),
                     p.status: f"Found {len(turn.found)} papers in {turn.found_at:.2f} s · writing…"}
+        if kind == "waiting":  # the model is busy with other requests: say so, with the queue
+            note = waiting_notice(int(payload))
+            head = (f"Found {len(turn.found)} paper{'s' * (len(turn.found) != 1)}"
+                    if turn.found_at is not None else "Searching done")
+            shown = (safe_markdown(turn.streamed) + f"\n\n*⏳ {note}…*") if turn.streamed \
+                else f"*{head} — ⏳ {note}…*"
+            messages[-1] = {"role": "assistant", "content": shown}
+            return {p.chatbot: messages, p.status: f"{head} · {note}…"}
         if kind == "token":
             if turn.first_token is None:
                 turn.first_token = now - turn.t0
