@@ -19,16 +19,16 @@ papers embeds nothing and a resumed ingest only embeds what is missing), and rem
 an edited abstract no longer has; llama-index's store only adds.
 
 The package: chunking.py (chunks and what is stored with them), bm25.py (the lexical index),
-store.py (Store, the Chroma client, upserts, reads) and cache.py (Store's caches and corpus
+store.py (Store: upserts, reads), chroma.py (the Chroma client and the store's errors) and cache.py (Store's caches and corpus
 statistics). Everything is importable from `assistant.index` as before; a test or benchmark that
 patches a module attribute must patch it where it is used (e.g. `assistant.index.store.embed_texts`).
 """
 from .bm25 import Bm25Index, _stemmer
 from .cache import GET_PAGE, STATS_FILE, CacheMixin
 from .chunking import Chunker, chunk_metadata, content_hash, embedding_text, lexical_text
-from .store import (SCHEMA_VERSION, Store, StoreError, StoreMismatch, StoreUnavailable,
-                    UpsertReport, chroma_errors, is_unreachable, iter_batches,
-                    open_chroma_client, paper_matches)
+from .chroma import (StoreError, StoreMismatch, StoreUnavailable, chroma_errors, is_unreachable,
+                     open_chroma_client)
+from .store import SCHEMA_VERSION, Store, UpsertReport, iter_batches, paper_matches
 
 __all__ = [
     "GET_PAGE", "SCHEMA_VERSION", "STATS_FILE",
