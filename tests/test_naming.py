@@ -41,6 +41,12 @@ def test_a_named_side_is_the_paper_that_introduces_it_not_the_first_that_mention
     assert [j.paper.paper_id for j in named_in_abstract("GraphSAGE", judged[:2])] == ["uses"]
 
 
+def test_a_name_is_matched_as_written():
+    judged = [SimpleNamespace(paper=paper("cats", "Images of pets and their owners.")),
+              SimpleNamespace(paper=paper("pets", "Unlike PETS, our planner needs no ensemble."))]
+    assert [j.paper.paper_id for j in named_in_abstract("PETS", judged)] == ["pets"]
+
+
 def test_descriptions_are_not_names():
     assert is_name("GraphSAGE") and is_name("EBGAN") and is_name("Top-W")
     assert not is_name("the paper that unrolls the discriminator")

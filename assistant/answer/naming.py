@@ -84,6 +84,12 @@ def named_in_abstract(target: str, judged: list[J]) -> list[J]:
     (in the judge's order): the papers whose abstract introduces it, else those that use it."""
     if not is_name(target):
         return []
-    mentions = [j for j in judged if names_paper(target, j.paper)]
+    mentions = [j for j in judged if _spells(target, j.paper)]
     return [j for j in mentions if introduces(target, j.paper)] or mentions
+
+
+def _spells(name: str, paper: Paper) -> bool:
+    """The name's tokens as written, case and all: "PETS" is not "pets"."""
+    text = paper.title + " " + paper.abstract
+    return all(re.search(rf"(?<![\w-]){re.escape(t)}(?![\w-])", text) for t in distinctive_tokens(name))
 
