@@ -98,7 +98,7 @@ def model_down(tmp: Path, rounds: int) -> None:
     before = during = back = 0
     before_n = during_n = back_n = 0
     t_down: list[float] = []
-    real = llm_module.stream_chat_text
+    real = llm_module.stream_chat_events  # what the engine streams the model's answer through
     with running_app(create_app(pa)) as url:
         for _ in range(rounds):
             down()
@@ -121,12 +121,12 @@ def model_down(tmp: Path, rounds: int) -> None:
             kills = []
 
             def kill_mid(llm, messages, **kw):
-                for i, delta in enumerate(real(llm, messages, **kw)):
+                for i, event in enumerate(real(llm, messages, **kw)):
                     if i == 2:
                         kills.append(sigkill_port(port))
-                    yield delta
+                    yield event
 
-            llm_module.stream_chat_text = kill_mid
+            llm_module.stream_chat_events = kill_mid
             try:
                 up()
                 r = _v1_plain(url, MCE_Q)
@@ -138,7 +138,7 @@ def model_down(tmp: Path, rounds: int) -> None:
                 down()
                 during_n += 2
             finally:
-                llm_module.stream_chat_text = real
+                llm_module.stream_chat_events = real
             up()
             answer = pa.ask(MCE_Q)
             back += "first_token" in answer.timings and not any(FAILED in n for n in answer.notices)

@@ -178,16 +178,16 @@ def test_model_server_killed_during_the_answer_then_back(llm, tmp_path, monkeypa
     notice; the next question after it restarts uses it again."""
     import assistant.llm as llm_module
 
-    real = llm_module.stream_chat_text
+    real = llm_module.stream_chat_events  # what the engine streams the model's answer through
     kills = []
 
     def kill_after_first_words(model, messages, **kwargs):
-        for i, delta in enumerate(real(model, messages, **kwargs)):
+        for i, event in enumerate(real(model, messages, **kwargs)):
             if i == 2:  # the server is streaming this answer right now
                 kills.append(sigkill_port(llm["port"]))
-            yield delta
+            yield event
 
-    monkeypatch.setattr(llm_module, "stream_chat_text", kill_after_first_words)
+    monkeypatch.setattr(llm_module, "stream_chat_events", kill_after_first_words)
     pa = llm["pa"]
     from assistant.server import create_app
 
@@ -206,7 +206,7 @@ def test_model_server_killed_during_the_answer_then_back(llm, tmp_path, monkeypa
     assert kills == [True, True]
     llm["down"]()
 
-    monkeypatch.setattr(llm_module, "stream_chat_text", real)
+    monkeypatch.setattr(llm_module, "stream_chat_events", real)
     llm["up"]()
     answer = pa.ask(MCE_Q)
     assert "first_token" in answer.timings and not any(FAILED in n for n in answer.notices)
@@ -221,11 +221,11 @@ def test_model_dying_after_a_checked_sentence_still_ends_with_extracts(seed_assi
     from assistant.llm import BackendError
 
     def dies_after_a_sentence(model, messages, **kwargs):
-        yield "Meta Context Engineering (MCE) is a bi-level framework that supersedes static "
-        yield "CE heuristics [1]. It also"
+        yield "text", "Meta Context Engineering (MCE) is a bi-level framework that supersedes static "
+        yield "text", "CE heuristics [1]. It also"
         raise BackendError("OpenAI-compatible backend failed: peer closed connection")
 
-    monkeypatch.setattr(llm_module, "stream_chat_text", dies_after_a_sentence)
+    monkeypatch.setattr(llm_module, "stream_chat_events", dies_after_a_sentence)
     settings = seed_assistant.settings.model_copy(update={
         "llm_backend": "openai", "llm_base_url": f"http://127.0.0.1:{free_port()}/v1"})
     pa = PaperAssistant(settings)
