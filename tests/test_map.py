@@ -21,7 +21,8 @@ from assistant.cli import app
 from assistant.map import CollectionMap, MapCluster, kmeans, pca_2d
 from assistant.server import create_app
 from conftest import seeded_assistant, write_jsonl
-from servers import CHROMIUM, CHROMIUM_ARGS, GRADIO_WARNINGS, running_app
+from servers import (BOT_MESSAGES, CHROMIUM, CHROMIUM_ARGS, GRADIO_WARNINGS, chat_on_page, running_app,
+                     wait_for_reply)
 
 pytestmark = [pytest.mark.filterwarnings(w) for w in GRADIO_WARNINGS]
 
@@ -246,12 +247,7 @@ def page(browser, server):
 
 
 def _ask(page, question: str) -> None:
-    n_before = page.locator("#pa-chat [data-testid='bot']").count()
-    page.fill("#pa-input textarea", question)
-    page.press("#pa-input textarea", "Enter")
-    page.wait_for_function(
-        "n => document.querySelectorAll('#pa-chat [data-testid=\"bot\"]').length > n", arg=n_before)
-    page.wait_for_selector("#pa-status:has-text('done in')")
+    chat_on_page(page, question)
     page.wait_for_selector("#pa-sources .latest .src-card")
 
 
@@ -300,10 +296,9 @@ def test_page_map_tab_draws_hovers_clicks_and_rings_cited_papers(page, server, t
     page.screenshot(path=str(shot), full_page=False)
     assert shot.stat().st_size > 10_000
     # "More like this" goes to the chat, which answers with the paper's neighbours
-    n_before = page.locator("#pa-chat [data-testid='bot']").count()
+    n_before = page.locator(BOT_MESSAGES).count()
     card.locator("button.map-more").click()
-    page.wait_for_function(
-        "n => document.querySelectorAll('#pa-chat [data-testid=\"bot\"]').length > n", arg=n_before)
+    wait_for_reply(page, n_before)
     page.wait_for_selector("#pa-status:has-text('similar')")
     assert f"id {paper.paper_id}" in page.locator("#pa-chat [data-testid='user']").last.inner_text()
     assert page.locator("#pa-sources .latest .src-card").first.get_attribute("data-paper-id") == paper.paper_id
@@ -333,7 +328,7 @@ def test_page_map_card_ask_about_this_cites_that_paper(page, server):
 @pytest.mark.browser
 def test_page_literature_table_screenshot(page, tmp_path):
     _ask(page, "Make a table of the papers on causal inference: method, data")
-    table = page.locator("#pa-chat [data-testid='bot']").last.locator("table")
+    table = page.locator(BOT_MESSAGES).last.locator("table")
     assert table.count() == 1 and "Method" in table.inner_text()
     # every column is readable: no column squeezed to a letter a line by a long title
     widths = table.locator("th").evaluate_all("ths => ths.map(th => th.getBoundingClientRect().width)")

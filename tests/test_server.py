@@ -19,8 +19,8 @@ from fastapi.testclient import TestClient
 from assistant import PaperAssistant, load_settings
 from assistant.server import (API_KEY_ENV, AUTH_ENV, CONCURRENCY, ServeError, check_exposure,
                               create_app, is_loopback, parse_auth, serve)
-from conftest import seeded_assistant
-from servers import CHROMIUM, CHROMIUM_ARGS, GRADIO_WARNINGS, free_port, running_app
+from conftest import SEED_CONVERSATIONS, seeded_assistant
+from servers import CHROMIUM, CHROMIUM_ARGS, GRADIO_WARNINGS, chat_on_page, free_port, running_app
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.filterwarnings(w) for w in GRADIO_WARNINGS]
@@ -28,16 +28,7 @@ pytestmark = [pytest.mark.filterwarnings(w) for w in GRADIO_WARNINGS]
 KEY = "server-test-key-987"
 
 # Eight conversations, each about its own paper: (question, an author of the paper it must find).
-CONVERSATIONS = [
-    ("Which paper studies backdoor attacks in federated learning?", "Haichang Gao"),
-    ("Which paper analyzes gradient descent for training Kolmogorov-Arnold networks?", "Puyu Wang"),
-    ("Which paper brings Voronoi tessellations into probabilistic circuits?", "Sahil Sidheekh"),
-    ("Which paper applies zeroth-order optimization to spiking neural networks?", "Mingyue Qin"),
-    ("Which paper introduces a dataset for face fill-light enhancement?", "Jue Gong"),
-    ("Which paper proposes DualGraph memory for open-ended deep research agents?", "Zhuofan Shi"),
-    ("Which paper introduces the BEAR benchmark for embodied multimodal models?", "Yu Qi"),
-    ("Which paper proposes Meta Context Engineering?", "Haoran Ye"),
-]
+CONVERSATIONS = SEED_CONVERSATIONS[:8]
 
 
 class SlowAssistant(PaperAssistant):
@@ -157,15 +148,6 @@ def test_two_browser_sessions_have_separate_conversations(server):
         pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (`make browser`)")
     from playwright.sync_api import sync_playwright
 
-    def ask(page, text):
-        n = page.locator("#pa-chat [data-testid='bot']").count()
-        page.fill("#pa-input textarea", text)
-        page.press("#pa-input textarea", "Enter")
-        page.wait_for_function(
-            "n => document.querySelectorAll('#pa-chat [data-testid=\"bot\"]').length > n", arg=n)
-        page.wait_for_selector("#pa-status:has-text('done in')")
-        return page.locator("#pa-chat [data-testid='bot']").last.inner_text()
-
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
@@ -177,10 +159,10 @@ def test_two_browser_sessions_have_separate_conversations(server):
                 pg.wait_for_selector("#pa-input textarea")
                 pages.append(pg)
             (q_a, author_a), (q_b, author_b) = CONVERSATIONS[0], CONVERSATIONS[1]
-            ask(pages[0], q_a)
-            ask(pages[1], q_b)
-            assert author_a in ask(pages[0], "Who wrote it?")
-            assert author_b in ask(pages[1], "Who wrote it?")
+            chat_on_page(pages[0], q_a)
+            chat_on_page(pages[1], q_b)
+            assert author_a in chat_on_page(pages[0], "Who wrote it?")
+            assert author_b in chat_on_page(pages[1], "Who wrote it?")
         finally:
             browser.close()
 
