@@ -17,9 +17,8 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from .corpus.fields import doi_from_url
-from .types import Answer, Citation, Hit
+from .types import ET_AL, Answer, Citation, Hit
 
-ET_AL = " et al."
 DERIVED_NOTE = "label derived from the abstract; the corpus gives no title"
 
 

@@ -13,6 +13,8 @@ Intent = Literal["question", "summary", "compare", "similar", "table"]
 # similar: "more like the second one", the nearest papers to one paper (assistant/similar.py)
 # table: "make a table of the papers on X: method, data", one row of extracted phrases per paper
 
+ET_AL = " et al."  # how a shortened author list ends, everywhere an answer shows one
+
 
 class Paper(BaseModel):
     """One paper as read from a corpus file. `paper_id` is stable across re-ingests."""
@@ -35,7 +37,7 @@ class Paper(BaseModel):
         if not self.authors:
             return ""
         names = self.authors[:limit]
-        more = " et al." if len(self.authors) > limit else ""
+        more = ET_AL if len(self.authors) > limit else ""
         return ", ".join(names) + more
 
 

@@ -10,7 +10,7 @@ import re
 from typing import Optional
 
 from ..prompts import render
-from ..types import Paper
+from ..types import ET_AL, Paper
 from .aspects import ASPECT_CUES
 from .ground import NUMBER_RE, QUANTITY_RE, Source, safe_sentences
 from ..text import shorten, stems, terms
@@ -174,7 +174,7 @@ def lead(sources: list[Source]) -> str:
 
 def _by(paper: Paper) -> str:
     first = paper.authors[0].split()[-1] if paper.authors else ""
-    who = first + (" et al." if len(paper.authors) > 1 else "")
+    who = first + (ET_AL if len(paper.authors) > 1 else "")
     meta = ", ".join(x for x in (who, str(paper.year or "")) if x)
     return f" ({meta})" if meta else ""
 
