@@ -60,6 +60,21 @@ class RelevancePolicy(BaseModel):
     summary_max: int = Field(40, description="Papers a summary may cite.")
 
 
+class CitationPolicy(BaseModel):
+    """When a paper backs a sentence of the model's prose (answer/ground.py). Chosen on
+    blind-labelled sentences of the local model (benchmarks/calibrate_support.py: fitted on the
+    seed and ml_conf answers, checked on the arXiv math ones).
+
+    Env: PAPER_ASSISTANT_CITATION__MIN_SUPPORT=0.35 and so on."""
+
+    min_support: float = Field(0.3, description="Score (half lexical overlap, half embedding "
+                                                "similarity) the claim needs with one sentence of the paper.")
+    min_content: float = Field(0.5, description="Share of the claim's content words (beyond the "
+                                                "question's) the paper must contain.")
+    margin: float = Field(0.15, description="A second marker stays only if its paper backs the "
+                                            "sentence within this of the best paper's score.")
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="PAPER_ASSISTANT_", extra="ignore",
                                       env_nested_delimiter="__")
@@ -150,11 +165,7 @@ class Settings(BaseSettings):
     compare_max: int = 4
     evidence_sentences: int = 2  # sentences of each paper given to the model (time to first token)
     relevance: RelevancePolicy = Field(default_factory=RelevancePolicy)
-    min_support: float = 0.3  # grounding: a cited sentence needs this much support
-    # grounding: share of a cited sentence's content words (beyond the question's) its paper must contain
-    citation_min_content: float = 0.5
-    # grounding: a second marker stays only if its paper backs the sentence within this of the best
-    citation_margin: float = 0.15
+    citation: CitationPolicy = Field(default_factory=CitationPolicy)
 
     # -- HTTP API (/v1): limits on what one request may carry, so a hostile or broken client
     # gets a 4xx instead of tying up the embedder and the model for minutes

@@ -88,7 +88,7 @@ def _sources(pa, *first_author_names):
 
 
 def test_grounder_keeps_supported_drops_unsupported_and_repoints(pa):
-    grounder = Grounder(pa.engine.embed, pa.settings.min_support)
+    grounder = Grounder(pa.engine.embed)
     sources = _sources(pa, "Arash Gholamidavoodi", "Jiayi Zhang")
     text = ("Top-W is a geometry-aware truncation rule that uses Wasserstein distance [1]. "
             "Verbalized Sampling is a training-free prompting strategy to avoid mode collapse [1]. "
@@ -102,7 +102,7 @@ def test_grounder_keeps_supported_drops_unsupported_and_repoints(pa):
 
 
 def test_grounder_rejects_a_number_the_source_never_states(pa):
-    grounder = Grounder(pa.engine.embed, pa.settings.min_support)
+    grounder = Grounder(pa.engine.embed)
     sources = _sources(pa, "Arash Gholamidavoodi")
     ok = grounder.check("Top-W achieves up to 33.7% improvement [1].", sources)
     bad = grounder.check("Top-W achieves up to 91.2% improvement [1].", sources)

@@ -25,7 +25,7 @@ def test_numbering_follows_first_appearance_and_drops_unknown_numbers():
 
 
 def test_checked_prose_releases_a_sentence_only_after_the_next_begins(pa):
-    grounder = Grounder(pa.engine.embed, pa.settings.min_support)
+    grounder = Grounder(pa.engine.embed)
     prose = CheckedProse(grounder, _sources(pa, "Arash Gholamidavoodi", "Jiayi Zhang"))
     deltas = ["Top-W is a geometry-aware truncation ", "rule based on Wasserstein distance.",
               " [1] The moon is made of cheese [2].", " Verbalized Sampling is a training-free"]
@@ -43,7 +43,7 @@ def test_a_name_in_the_question_must_be_in_the_paper_cited_for_it(pa):
     # what Verbalized Sampling does just because the question named it
     from assistant.answer.ground import question_allowance
 
-    grounder = Grounder(pa.engine.embed, pa.settings.min_support)
+    grounder = Grounder(pa.engine.embed)
     sources = _sources(pa, "Arash Gholamidavoodi", "Jiayi Zhang")
     allowed = question_allowance("Compare Top-W with Verbalized Sampling.")
     claim = "Verbalized Sampling asks the model for a distribution of responses with probabilities [1]."

@@ -32,8 +32,7 @@ class AnswerEngine:
         self.embed = SentenceEmbeddings(self.store.embedder)
         self.judge = Judge(self.store.corpus_stats, settings.relevance, embed=self.embed)
         self.planner = Planner(settings, retriever, self.judge, self.embed, rewriter=self._rewrite)
-        self.grounder = Grounder(self.embed, settings.min_support, settings.citation_min_content,
-                                 settings.citation_margin)
+        self.grounder = Grounder(self.embed, settings.citation)
         self._llm = None
         self._llm_error: Optional[str] = None
 

@@ -4,7 +4,8 @@ An answer may only cite papers retrieval returned for this turn, and each cited 
 be supported by the abstract (or the metadata) of the paper it cites. Support mixes lexical
 overlap (content stems of the claim found in one evidence sentence) with embedding similarity,
 and numbers in a claim must appear in the cited source: a wrong figure is the commonest
-hallucination of a small model.
+hallucination of a small model. The policy's numbers are chosen on blind-labelled sentences of
+the local model (benchmarks/calibrate_support.py).
 """
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Optional
 
 import numpy as np
 
+from ..config import CitationPolicy
 from ..types import Paper
 from ..text import distinctive_tokens, normalise, split_sentences, stems, terms
 from .markers import MARKER_RE, parse_markers, renumber  # noqa: F401  (renumber: re-exported)
@@ -182,8 +185,32 @@ class Support:
     numbers_ok: bool  # every figure of the claim appears in the source
     sentence: str  # the source's best abstract sentence for the claim
 
-    def backs(self, min_support: float, min_content: float) -> bool:
-        return self.numbers_ok and self.score >= min_support and self.content >= min_content
+
+# Words an answer uses about itself ("Yes, there is work on …", "the paper"), never a claim
+# about the paper's content.
+ANSWER_FRAMING = frozenset(stems("yes paper papers work works study studies article source collection"))
+
+
+def measure_support(claim: str, source: Source, embed: SentenceEmbeddings,
+                    allowed: frozenset[str] = frozenset()) -> Support:
+    """How well the source backs the claim; `allowed` are stems the claim may use without the
+    source (the question's own words)."""
+    texts = source.support_texts()
+    claim_stems = stems(" ".join(terms(claim)))
+    vectors = embed([claim] + texts)
+    sims = vectors[1:] @ vectors[0]
+    lexes = [len(claim_stems & stems(text)) / len(claim_stems) if claim_stems else 0.0 for text in texts]
+    best, sentence, sentence_score = 0.0, texts[-1], -1.0
+    for i, (text, sim, lex) in enumerate(zip(texts, sims, lexes)):
+        score = 0.5 * lex + 0.5 * float(sim)
+        best = max(best, score)
+        if i > 0 and score > sentence_score:  # texts[0] is the metadata line, never evidence
+            sentence, sentence_score = text, score
+    whole = " ".join(texts)
+    own = claim_stems - allowed - ANSWER_FRAMING
+    content = len(own & stems(whole)) / len(own) if own else 1.0
+    numbers_ok = all(n.rstrip("%") in normalise(whole) for n in NUMBER_RE.findall(claim))
+    return Support(best, content, numbers_ok, sentence)
 
 
 @dataclass
@@ -205,61 +232,82 @@ class Verdict:
         return fix_spacing(self.claim.rstrip() + " " + "".join(f"[{n}]" for n in self.markers))
 
 
-class Grounder:
-    """Checks each prose sentence against the paper its marker names. A marker stays when its
-    paper backs the claim — similar wording, the claim's content words and figures present in
-    that paper — and backs it nearly as well as the best source; a claim its own markers do
-    not back is re-pointed to the source that does, or dropped; so is an unfinished sentence."""
+# "A does X [1], while B does Y [2]": each side of a contrast is a claim of its own, about its
+# own paper. Checked whole, the true half carried the invented one past the check.
+CONTRAST_RE = re.compile(r",?\s+(?:while|whereas)\s+|;\s+|,\s+but\s+", re.I)
 
-    def __init__(self, embed: SentenceEmbeddings, min_support: float, min_content: float = 0.5,
-                 margin: float = 0.15):
+
+def clauses(sentence: str) -> list[str]:
+    """The sentence's contrasted claims, each with the markers written inside it (a part that
+    says nothing, like a marker before "Whereas …", joins the claim after it)."""
+    out, pending = [], ""
+    for part in CONTRAST_RE.split(sentence):
+        part = f"{pending} {part}".strip()
+        if makes_claim(MARKER_RE.sub("", part)):
+            out.append(part)
+            pending = ""
+        else:
+            pending = part
+    if pending and out:
+        out[-1] = f"{out[-1]} {pending}"
+    return out or [sentence]
+
+
+class Grounder:
+    """Checks each prose sentence against the paper its marker names. Each side of a contrast
+    ("…, while …") is checked on its own, against the markers written in it. A source backs a
+    claim when its best sentence is close enough, it holds enough of the claim's content words
+    and every figure of the claim (CitationPolicy); a marker stays when its source backs the
+    claim nearly as well as the best source; a claim its own markers do not back is re-pointed
+    to the source that does, or the sentence is dropped; so is an unfinished sentence."""
+
+    def __init__(self, embed: SentenceEmbeddings, policy: Optional[CitationPolicy] = None):
         self.embed = embed
-        self.min_support = min_support
-        self.min_content = min_content
-        self.margin = margin
+        self.policy = policy or CitationPolicy()
 
     def support(self, claim: str, source: Source, allowed: frozenset[str] = frozenset()) -> Support:
-        """How well the source backs the claim; `allowed` are stems the claim may use without the
-        source (the question's own words)."""
-        texts = source.support_texts()
-        claim_stems = stems(" ".join(terms(claim)))
-        vectors = self.embed([claim] + texts)
-        sims = vectors[1:] @ vectors[0]
-        best, sentence, sentence_score = 0.0, texts[-1], -1.0
-        for i, (text, sim) in enumerate(zip(texts, sims)):
-            lex = len(claim_stems & stems(text)) / len(claim_stems) if claim_stems else 0.0
-            score = 0.5 * lex + 0.5 * float(sim)
-            best = max(best, score)
-            if i > 0 and score > sentence_score:  # texts[0] is the metadata line, never evidence
-                sentence, sentence_score = text, score
-        whole = " ".join(texts)
-        own = claim_stems - allowed
-        content = len(own & stems(whole)) / len(own) if own else 1.0
-        numbers_ok = all(n.rstrip("%") in normalise(whole) for n in NUMBER_RE.findall(claim))
-        return Support(best, content, numbers_ok, sentence)
+        return measure_support(claim, source, self.embed, allowed)
 
     def verdict(self, sentence: str, by_n: dict[int, Source], finished: bool = True,
                 allowed: frozenset[str] = frozenset()) -> Verdict:
         claim = MARKER_RE.sub("", sentence).strip()
-        cited = list(dict.fromkeys(n for g in MARKER_RE.findall(sentence) for n in parse_markers(g)))
-        valid = [n for n in cited if n in by_n]
-        v = Verdict(claim, [], removed=len(cited) - len(valid))
-        if not terms(claim):
-            v.why = "filler"  # a bare "[2]" or "Sure!": nothing to keep
+        cited = cited_in(sentence)
+        v = Verdict(claim, [], removed=len([n for n in cited if n not in by_n]))
+        if not makes_claim(claim):
+            v.why = "filler"  # a bare "[2]" or a list number "2.": nothing to keep
         elif not finished:
             v.why = "unfinished"  # cut off by the token limit: never shown half a claim
         if v.why:
             return v
-        scored = {n: self.support(claim, src, allowed) for n, src in by_n.items()}
-        backing = {n: s for n, s in scored.items() if s.backs(self.min_support, self.min_content)}
-        top = max((s.score for s in backing.values()), default=0.0)
-        v.markers = [n for n in valid if n in backing and backing[n].score >= top - self.margin]
-        if not v.markers and backing:
-            v.markers, v.repointed = [max(backing, key=lambda n: backing[n].score)], True
-        if not v.markers:
-            v.why = "unsupported"
-        v.evidence = {n: scored[n].sentence for n in v.markers}
+        for part in clauses(sentence):
+            markers, repointed, evidence = self._claim(part, by_n, allowed)
+            if not markers:
+                v.markers, v.why, v.evidence = [], "unsupported", {}
+                return v
+            v.markers += [n for n in markers if n not in v.markers]
+            v.repointed |= repointed
+            v.evidence.update(evidence)
         return v
+
+    def _claim(self, part: str, by_n: dict[int, Source], allowed: frozenset[str]):
+        """(markers, re-pointed?, evidence) for one claim with the markers written in it."""
+        claim = MARKER_RE.sub("", part).strip()
+        valid = [n for n in cited_in(part) if n in by_n]
+        scored = {n: self.support(claim, src, allowed) for n, src in by_n.items()}
+        markers, repointed = self._markers(scored, valid)
+        return markers, repointed, {n: scored[n].sentence for n in markers}
+
+    def _markers(self, scored: dict[int, Support], cited: list[int]) -> tuple[list[int], bool]:
+        """The cited sources that back the claim (within the margin of the best); else the one
+        that backs it best, re-pointed; else none."""
+        p = self.policy
+        backing = {n: s for n, s in scored.items()
+                   if s.numbers_ok and s.score >= p.min_support and s.content >= p.min_content}
+        top = max((s.score for s in backing.values()), default=0.0)
+        kept = [n for n in cited if n in backing and backing[n].score >= top - p.margin]
+        if kept or not backing:
+            return kept, False
+        return [max(backing, key=lambda n: backing[n].score)], True
 
     def check(self, text: str, sources: list[Source], finished: bool = True,
               allowed: frozenset[str] = frozenset()) -> GroundedText:
@@ -287,6 +335,16 @@ def question_allowance(message: str) -> frozenset[str]:
     capitalised = [w for w in words[1:] if w[:1].isupper()]  # the first word is capitalised anyway
     names = stems(" ".join(distinctive_tokens(message) + capitalised))
     return frozenset(stems(message) - names)
+
+
+def cited_in(text: str) -> list[int]:
+    """The source numbers of the markers in `text`, once each, in order."""
+    return list(dict.fromkeys(n for g in MARKER_RE.findall(text) for n in parse_markers(g)))
+
+
+def makes_claim(claim: str) -> bool:
+    """Does the sentence say anything: a word, not just markers, figures or punctuation?"""
+    return any(not t.isdigit() for t in terms(claim))
 
 
 def split_answer(text: str) -> list[str]:
