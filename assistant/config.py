@@ -67,11 +67,11 @@ class CitationPolicy(BaseModel):
 
     Env: PAPER_ASSISTANT_CITATION__MIN_SUPPORT=0.35 and so on."""
 
-    min_support: float = Field(0.3, description="Score (half lexical overlap, half embedding "
+    min_support: float = Field(0.2, description="Score (half lexical overlap, half embedding "
                                                 "similarity) the claim needs with one sentence of the paper.")
-    min_content: float = Field(0.5, description="Share of the claim's content words (beyond the "
-                                                "question's) the paper must contain.")
-    margin: float = Field(0.15, description="A second marker stays only if its paper backs the "
+    min_content: float = Field(0.6, description="Share of the claim's content words (beyond the "
+                                                "question's and the answer's framing) the paper must contain.")
+    margin: float = Field(0.05, description="A second marker stays only if its paper backs the "
                                             "sentence within this of the best paper's score.")
 
 
