@@ -3,7 +3,23 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.answer.query import detect_intent, topic_of
+from assistant.answer.query import detect_intent, question_core, topic_of
+
+
+@pytest.mark.parametrize("message,core", [
+    ("Which paper reports a 33.7% improvement?", "a 33.7% improvement?"),
+    ("Which paper explains why RLHF makes models agree with users?", "why RLHF makes models agree with users?"),
+    ("What work studies sycophancy in chatbots?", "sycophancy in chatbots?"),
+    ("Which papers focus on graph neural networks?", "graph neural networks?"),
+    ("Is there evidence that aspirin lowers fever?", "aspirin lowers fever?"),
+    # a verb that is the topic, or no framing verb: the question stays whole
+    ("Which papers use federated learning?", "Which papers use federated learning?"),
+    ("Which paper is about KANs?", "Which paper is about KANs?"),
+    ("Which study shows?", "Which study shows?"),
+])
+def test_a_question_loses_the_words_that_frame_it(message, core):
+    # "reports", "explains": what a paper does with its topic, never the topic itself
+    assert question_core(message) == core
 
 
 @pytest.mark.parametrize("message,topic", [

@@ -49,6 +49,15 @@ SCAFFOLD_RE = re.compile(
     r"a study|literature|results?)\s+(?:that|which|on|about|for|showing|suggesting|of|to suggest)|"
     r"(?:do|does) (?:we|anyone|any paper|the literature) (?:know|show|find)\s+(?:whether|if|that)?|"
     r"has anyone (?:shown|studied|found|looked at|proposed)(?:\s+(?:whether|if|that))?)\s+", re.I)
+# "Which paper reports / explains / proposes …": the verb says what a paper does with its
+# topic, never the topic; as a question term it is rare and missed by the very paper asked for.
+FRAMING_RE = re.compile(
+    r"^\s*(?:which|what) (?:papers?|works?|studies|study|articles?|methods?|approach(?:es)?)\s+"
+    r"(?:(?:also|actually|specifically)\s+)?"
+    r"(?:reports?|explains?|proposes?|presents?|introduces?|describes?|studies|study|discuss(?:es)?|"
+    r"address(?:es)?|investigates?|examines?|shows?|tackles?|analy[sz]es?|considers?|develops?|"
+    r"provides?|offers?|argues?|claims?|demonstrates?|suggests?|focus(?:es)? on|deals? with|"
+    r"looks? at|talks? about|covers?)\s+", re.I)
 POLITE_RE = re.compile(r"^\s*(please|can you|could you|would you|i'd like|i would like|i want)\b[\s,]*", re.I)
 
 AUTHORS_RE = re.compile(r"\b(who (wrote|authored|are the authors|is the author|did|made|published)|"
@@ -138,8 +147,9 @@ def topic_of(message: str) -> str:
 
 
 def question_core(message: str) -> str:
-    """What a question asks about, without "Is there evidence that …" around it."""
-    core = SCAFFOLD_RE.sub("", message.strip())
+    """What a question asks about, without "Is there evidence that …" or "Which paper
+    reports …" around it."""
+    core = FRAMING_RE.sub("", SCAFFOLD_RE.sub("", message.strip()))
     return core if terms(core) else message.strip()
 
 
