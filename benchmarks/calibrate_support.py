@@ -68,7 +68,8 @@ def main() -> int:
     args = ap.parse_args()
     embed = SentenceEmbeddings(make_embedder(load_settings()))
     generated = {r["id"]: r for r in read_jsonl(OUT / "verdicts.jsonl")}
-    dev, test = Labelled.read(OUT, DEV), Labelled.read(OUT, TEST)
+    first = set(generated)  # the first round's answers (later compare-prompt rounds: labels only)
+    dev, test = Labelled.read(OUT, DEV).subset(first), Labelled.read(OUT, TEST).subset(first)
     print(f"labelled sentences: dev (seed, ml_conf) {len(dev.ids)}, test (arXiv math) {len(test.ids)}")
     chosen = best_policy(dev, embed, args.max_good_dropped)
     print(f"chosen on dev: {chosen.model_dump()}   defaults: {CitationPolicy().model_dump()}")

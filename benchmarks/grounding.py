@@ -214,6 +214,12 @@ class Labelled:
                     for s in sentences},
                    {s["id"]: label_of(s["cites"], rows[s["id"]]) for s in sentences})
 
+    def subset(self, ids: set[str]) -> "Labelled":
+        turns = [t for t in self.turns if any(s["id"] in ids for s in t["sentences"])]
+        keep = [i for i in self.ids if i in ids]
+        return Labelled(turns, keep, {i: self.cites[i] for i in keep}, {i: self.backed[i] for i in keep},
+                        {i: self.kinds[i] for i in keep})
+
     def verdicts(self, grounder) -> dict[str, dict]:
         """The check's verdict on every labelled sentence."""
         out = {}
@@ -247,12 +253,18 @@ def report(name: str, f: dict) -> None:
 
 
 def score(args) -> None:
-    labelled = Labelled.read(Path(args.out))
+    folder = Path(args.out)
+    labelled = Labelled.read(folder)
     print(f"labelled sentences {len(labelled.ids)} in {len(labelled.turns)} answers: " + ", ".join(
         f"{k} {sum(v == k for v in labelled.kinds.values())}" for k in KINDS))
-    generated = {r["id"]: r for r in read_jsonl(Path(args.out) / "verdicts.jsonl")}
-    report("the check when generated", labelled.figures(generated))
-    report("the check today", labelled.figures(labelled.verdicts(open_corpus("seed").engine.grounder)))
+    today = labelled.verdicts(open_corpus("seed").engine.grounder)
+    report("the check today, all", labelled.figures(today))
+    # the first generation's sentences also carry the check of that day (later rounds, e.g. other
+    # compare prompts, were added with labels only)
+    generated = {r["id"]: r for r in read_jsonl(folder / "verdicts.jsonl")}
+    first = labelled.subset(set(generated))
+    report("first round: the check then", first.figures(generated))
+    report("first round: the check today", first.figures(today))
 
 
 def main() -> int:
