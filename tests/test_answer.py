@@ -287,3 +287,13 @@ def test_compare_side_by_author_takes_the_paper_they_lead(pa):
     assert first_authors(answer)[:2] in (["Alek Fröhlich", "Arash Gholamidavoodi"],
                                          ["Arash Gholamidavoodi", "Alek Fröhlich"])
 
+
+
+@pytest.mark.parametrize("message", ["Which paper studies backdoor attacks?", "Summarize the papers on causality.",
+                                     "Compare Top-W with Verbalized Sampling."])
+def test_an_empty_collection_says_so_instead_of_lacking_the_topic(tmp_path, message):
+    from conftest import make_settings
+
+    answer = PaperAssistant(make_settings(tmp_path / "empty")).ask(message)
+    assert answer.abstained and not answer.citations
+    assert "collection is empty" in answer.answer and "paper-assistant ingest" in answer.answer

@@ -187,10 +187,18 @@ def extracts(sources: list[Source], words: int = 45) -> str:
     return "\n".join(lines)
 
 
+EMPTY_COLLECTION = ("The collection is empty, so I cite no paper. Add papers first: "
+                    "`paper-assistant ingest FILE` (or the page's upload), or `paper-assistant serve`, "
+                    "which indexes the demo corpus into an empty store.")
+
+
 def refusal(intent: str, topic: str, offered: list[Paper], filtered: bool = False,
-            outside: Optional[list[Paper]] = None) -> str:
+            outside: Optional[list[Paper]] = None, empty: bool = False) -> str:
     """Nothing in the collection answers: say so plainly and cite nothing. A summary names its
-    topic (a noun phrase); a question is never echoed back as if it were one."""
+    topic (a noun phrase); a question is never echoed back as if it were one. An empty
+    collection is said to be empty, not to lack the topic."""
+    if empty:
+        return EMPTY_COLLECTION
     subject = f"on *{shorten(topic, 12)}*" if intent == "summary" else "that answers this"
     scope = "among the papers your filters allow" if filtered else "in this collection"
     text = f"I found nothing {scope} {subject}, so I cite no paper."

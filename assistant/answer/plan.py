@@ -201,7 +201,8 @@ class Planner:
         plan.offered = [j.paper for j in judged[: self.policy.offered]]
         filtered = filters is not None and not filters.is_empty()
         outside = self._relevant_outside(q, filters) if filtered else []
-        plan.prefix = compose.refusal(q.intent, q.topic, plan.offered, filtered, outside)
+        empty = not judged and self.store.corpus_stats().n_docs == 0
+        plan.prefix = compose.refusal(q.intent, q.topic, plan.offered, filtered, outside, empty)
         return plan
 
     def _relevant_outside(self, q: Query, filters: Filters) -> list[Paper]:
