@@ -176,7 +176,7 @@ class Planner:
             return plan
         plan.prefix = compose.compare_table(plan.sources)
         plan.prompt = compose.compare_prompt(plan.sources)
-        plan.prose_heading = "**Verdict.** "
+        plan.prose_heading = "**In short.** "  # one checked sentence per paper, no verdict
         plan.max_tokens = 120
         return plan
 
