@@ -49,7 +49,7 @@ class RelevancePolicy(BaseModel):
     rewrite: bool = Field(
         False, description="Before refusing, ask the model to rewrite the question in a paper's "
                            "terms and judge again (off: measured +2% recall for +2% false answers "
-                           "and 1-5 s per borderline question; benchmarks/README.md).")
+                           "and 1-5 s per borderline question; README, 'Which papers answer a question').")
     rewrite_floor: float = Field(0.03, description="Only questions whose best paper reaches this "
                                                    "probability are rewritten.")
     summary_threshold: Optional[float] = Field(
