@@ -27,7 +27,7 @@ from corpora import read_jsonl  # noqa: E402
 from grounding import OUT, Labelled, report  # noqa: E402
 
 from assistant import load_settings  # noqa: E402
-from assistant.answer.ground import Grounder, SentenceEmbeddings, measure_support  # noqa: E402
+from assistant.answer.ground import Grounder, SentenceEmbeddings  # noqa: E402
 from assistant.config import CitationPolicy  # noqa: E402
 from assistant.embed import make_embedder  # noqa: E402
 
@@ -45,7 +45,7 @@ class MemoGrounder(Grounder):
     def support(self, claim, source, allowed=frozenset()):
         key = (claim, source.paper.paper_id, allowed)
         if key not in self.memo:
-            self.memo[key] = measure_support(claim, source, self.embed, allowed)
+            self.memo[key] = super().support(claim, source, allowed)
         return self.memo[key]
 
 

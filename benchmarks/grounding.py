@@ -41,9 +41,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpora import ROOT, open_corpus, read_jsonl  # noqa: E402
 
-from assistant.answer.ground import (Source, ends_sentence, makes_claim, question_allowance,  # noqa: E402
-                                     split_answer)
-from assistant.answer.markers import MARKER_RE, parse_markers  # noqa: E402
+from assistant.answer.ground import (Source, cited_in, ends_sentence, makes_claim,  # noqa: E402
+                                     question_allowance, split_answer)
+from assistant.answer.markers import MARKER_RE  # noqa: E402
 from assistant.llm.errors import BackendError  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "grounding"
@@ -110,8 +110,7 @@ def checked_sentences(pa, question: str, plan, text: str) -> tuple[list[dict], l
         claim = MARKER_RE.sub("", sentence).strip()
         if not makes_claim(claim) or not ends_sentence(sentence):
             continue  # filler or cut off: dropped by rule, nothing to label
-        cites = [n for n in dict.fromkeys(n for g in MARKER_RE.findall(sentence) for n in parse_markers(g))
-                 if n in by_n]
+        cites = [n for n in cited_in(sentence) if n in by_n]
         v = grounder.verdict(sentence, by_n, True, allowed)
         shown.append({"sentence": sentence, "cites": cites})
         verdicts.append({"kept": v.kept, "markers": v.markers, "repointed": v.repointed,

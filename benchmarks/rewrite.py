@@ -28,18 +28,19 @@ VARIANTS = ("gate alone", "any rewrite", "rewrite agreeing")
 
 
 def measure(pa, message: str) -> dict:
+    """The gate's papers for the message, and (for a borderline refusal) the rewrite's, through
+    the planner's own rewrite path with the policy's `rewrite` switched on."""
     planner, judge = pa.engine.planner, pa.engine.judge
+    planner.policy = planner.policy.model_copy(update={"rewrite": True})
     q = parse(message, [])
-    single = bool(SINGULAR_RE.search(message)) and not PLURAL_RE.search(message)
-    _, judged = planner._judged(q.topic, None, planner.policy.candidates)
-    chosen = judge.choose(judged, singular=single, plural=bool(PLURAL_RE.search(message)))
+    hits, judged = planner._judged(q.topic, None, planner.policy.candidates)
+    chosen = judge.choose(judged, singular=bool(SINGULAR_RE.search(message)) and not PLURAL_RE.search(message),
+                          plural=bool(PLURAL_RE.search(message)))
     rec = {"gate alone": [j.paper.paper_id for j in chosen], "secs": None}
     rec["any rewrite"] = rec["rewrite agreeing"] = rec["gate alone"]
-    if not chosen and judged and judged[0].p >= planner.policy.rewrite_floor:
+    if not chosen and planner._worth_rewriting(judged):
         t0 = time.perf_counter()
-        text = pa.engine._rewrite(q.topic)
-        judged2 = planner._judged(text, None, planner.policy.candidates)[1] if text.strip() else []
-        again = [j.paper.paper_id for j in judge.choose(judged2, singular=single, plural=False)]
+        again = [j.paper.paper_id for j in planner._rewritten(q, None, hits)[1]]
         rec["secs"] = time.perf_counter() - t0
         rec["any rewrite"] = again
         rec["rewrite agreeing"] = again if again and again[0] == judged[0].paper.paper_id else []

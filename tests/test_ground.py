@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.answer.ground import Grounder, Source, clauses, makes_claim, measure_support
+from assistant.answer.ground import Grounder, Source, clauses, makes_claim
 from assistant.config import CitationPolicy, load_settings
 from assistant.types import Paper
 
@@ -54,8 +54,8 @@ def test_each_side_of_a_contrast_needs_its_own_paper(seed_assistant):
 def test_answer_framing_words_need_no_source(seed_assistant):
     # "Yes, there is work on …" restating the question: "yes" and "work" are not content
     question_words = frozenset({"decod", "method", "geometri", "token", "embed", "truncat"})
-    s = measure_support("Yes, there is work on a decoding method that uses token embedding geometry.",
-                        TOP_W, seed_assistant.engine.embed, question_words)
+    s = Grounder(seed_assistant.engine.embed).support(
+        "Yes, there is work on a decoding method that uses token embedding geometry.", TOP_W, question_words)
     assert s.content == 1.0
 
 

@@ -191,28 +191,6 @@ class Support:
 ANSWER_FRAMING = frozenset(stems("yes paper papers work works study studies article source collection"))
 
 
-def measure_support(claim: str, source: Source, embed: SentenceEmbeddings,
-                    allowed: frozenset[str] = frozenset()) -> Support:
-    """How well the source backs the claim; `allowed` are stems the claim may use without the
-    source (the question's own words)."""
-    texts = source.support_texts()
-    claim_stems = stems(" ".join(terms(claim)))
-    vectors = embed([claim] + texts)
-    sims = vectors[1:] @ vectors[0]
-    lexes = [len(claim_stems & stems(text)) / len(claim_stems) if claim_stems else 0.0 for text in texts]
-    best, sentence, sentence_score = 0.0, texts[-1], -1.0
-    for i, (text, sim, lex) in enumerate(zip(texts, sims, lexes)):
-        score = 0.5 * lex + 0.5 * float(sim)
-        best = max(best, score)
-        if i > 0 and score > sentence_score:  # texts[0] is the metadata line, never evidence
-            sentence, sentence_score = text, score
-    whole = " ".join(texts)
-    own = claim_stems - allowed - ANSWER_FRAMING
-    content = len(own & stems(whole)) / len(own) if own else 1.0
-    numbers_ok = all(n.rstrip("%") in normalise(whole) for n in NUMBER_RE.findall(claim))
-    return Support(best, content, numbers_ok, sentence)
-
-
 @dataclass
 class Verdict:
     """One prose sentence after the check: kept with these markers, or dropped and why."""
@@ -266,7 +244,24 @@ class Grounder:
         self.policy = policy or CitationPolicy()
 
     def support(self, claim: str, source: Source, allowed: frozenset[str] = frozenset()) -> Support:
-        return measure_support(claim, source, self.embed, allowed)
+        """How well the source backs the claim; `allowed` are stems the claim may use without the
+        source (the question's own words)."""
+        texts = source.support_texts()
+        claim_stems = stems(" ".join(terms(claim)))
+        vectors = self.embed([claim] + texts)
+        sims = vectors[1:] @ vectors[0]
+        best, sentence, sentence_score = 0.0, texts[-1], -1.0
+        for i, (text, sim) in enumerate(zip(texts, sims)):
+            lex = len(claim_stems & stems(text)) / len(claim_stems) if claim_stems else 0.0
+            score = 0.5 * lex + 0.5 * float(sim)
+            best = max(best, score)
+            if i > 0 and score > sentence_score:  # texts[0] is the metadata line, never evidence
+                sentence, sentence_score = text, score
+        whole = " ".join(texts)
+        own = claim_stems - allowed - ANSWER_FRAMING
+        content = len(own & stems(whole)) / len(own) if own else 1.0
+        numbers_ok = all(n.rstrip("%") in normalise(whole) for n in NUMBER_RE.findall(claim))
+        return Support(best, content, numbers_ok, sentence)
 
     def verdict(self, sentence: str, by_n: dict[int, Source], finished: bool = True,
                 allowed: frozenset[str] = frozenset()) -> Verdict:
