@@ -273,6 +273,14 @@ def upload_killed(tmp: Path, papers: int, kills: int, seed: int) -> None:
 
 # ----------------------------------------------------------------------------- 4. load
 
+def kept_own_paper(turns, author: str, text_of) -> bool:
+    """A two-turn conversation's "Who wrote it?" named the author of the paper its first answer
+    cited first, citing that paper alone; `text_of` reads an answer's text (/v1 or the page)."""
+    first, second = turns
+    cited = [c["paper_id"] for c in first["citations"]]
+    return bool(cited) and author in text_of(second) and [c["paper_id"] for c in second["citations"]] == cited[:1]
+
+
 def load(tmp: Path, backend: str, n_v1: int, n_page: int) -> None:
     convs = conversations()
     serve = start_serve(tmp / f"load-{backend}", backend=backend, timeout=900)
@@ -334,23 +342,10 @@ def load(tmp: Path, backend: str, n_v1: int, n_page: int) -> None:
         time.sleep(1)
         rss_after = rss_kb(serve.pid)
         answered = sum(r is not None for r in rv) * 2 + sum(r is not None for r in rp) * 2
-        own = 0
-        for i, r in enumerate(rv):
-            q, author = convs[i % len(convs)]
-            if r is None:
-                continue
-            first, second = r
-            cited = [c["paper_id"] for c in first["citations"]]
-            own += bool(cited) and author in second["choices"][0]["message"]["content"] and \
-                [c["paper_id"] for c in second["citations"]] == cited[:1]
-        for i, r in enumerate(rp):
-            q, author = convs[i % len(convs)]
-            if r is None:
-                continue
-            first, second = r
-            cited = [c["paper_id"] for c in first["citations"]]
-            own += bool(cited) and author in second["answer"] and \
-                [c["paper_id"] for c in second["citations"]] == cited[:1]
+        own = sum(kept_own_paper(r, convs[i % len(convs)][1], lambda a: a["choices"][0]["message"]["content"])
+                  for i, r in enumerate(rv) if r is not None)
+        own += sum(kept_own_paper(r, convs[i % len(convs)][1], lambda a: a["answer"])
+                   for i, r in enumerate(rp) if r is not None)
         growth = (rss_after - rss_before) / rss_before * 100
         total = 2 * (n_v1 + n_page)
         for e in errors:
