@@ -52,6 +52,15 @@ class RelevancePolicy(BaseModel):
                            "and 1-5 s per borderline question; README, 'Which papers answer a question').")
     rewrite_floor: float = Field(0.03, description="Only questions whose best paper reaches this "
                                                    "probability are rewritten.")
+    second_opinion: Literal["auto", "local", "off"] = Field(
+        "auto", description="When the gate refuses a question whose best candidate is within reach, "
+                            "ask how likely the paper makes the question under the packaged local "
+                            "model (answer/likelihood.py). auto: when the answer backend is the "
+                            "in-process local model; local: always (loads it); off: never.")
+    second_opinion_floor: float = Field(
+        0.03, description="Gate probability the best candidate needs before a second opinion is asked.")
+    second_opinion_papers: int = Field(
+        1, description="Best candidates given a second opinion (each costs ~3 s on two cores).")
     summary_threshold: Optional[float] = Field(
         None, description="Probability a paper needs to join a summary whose best paper passed "
                           "`threshold`. None: the one shipped with the model, chosen for recall "

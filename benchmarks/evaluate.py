@@ -1,6 +1,7 @@
 """Cited answers scored on question sets over the shared corpora, per corpus and per kind.
 
     .venv/bin/python benchmarks/evaluate.py [SET ...] [--backend none|local] [--show] [--code DIR]
+                                            [--second-opinion auto|local|off]
 
 SET is CORPUS:FILE (e.g. arxiv_math:benchmarks/questions/arxiv_math_dev.jsonl) or one of the
 names below; the default runs the dev sets of the seed, arxiv_math, ml_conf and SciFact corpora,
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections import defaultdict
@@ -116,7 +118,12 @@ def main() -> int:
     ap.add_argument("--code", default=None, help="import the assistant from this checkout")
     ap.add_argument("--scifact-limit", type=int, default=150)
     ap.add_argument("--json", default=None, help="also write the per-item results here")
+    ap.add_argument("--second-opinion", choices=("auto", "local", "off"), default=None,
+                    help="RelevancePolicy.second_opinion (auto: only with --backend local; local: "
+                         "the packaged model judges borderline questions even with --backend none)")
     args = ap.parse_args()
+    if args.second_opinion:
+        os.environ["PAPER_ASSISTANT_RELEVANCE__SECOND_OPINION"] = args.second_opinion
     if args.code:
         sys.path.insert(0, str(Path(args.code).resolve()))
     sys.path.insert(1, str(HERE))

@@ -65,12 +65,35 @@ def test_local_model_streams_a_cited_answer(local_pa):
     _assert_grounded(answer)
 
 
-def test_local_model_rewrite_recovers_a_paraphrase_the_gate_refuses(local_pa):
+SYCOPHANCY_QUESTION = "Which paper explains why preference tuning makes models agree with users too much?"
+
+
+def test_local_model_makes_a_question_likelier_after_its_paper(local_pa):
+    from assistant.answer.likelihood import QuestionLikelihood
+
+    llm = local_pa.engine._get_llm([])
+    likelihood = QuestionLikelihood(llm.reply_logprobs)
+    papers = {p.authors[0]: p for p in local_pa.store.papers().values()}
+    right = likelihood.pmi(SYCOPHANCY_QUESTION, papers["Itai Shapira"])
+    other = likelihood.pmi(SYCOPHANCY_QUESTION, papers["Arash Gholamidavoodi"])
+    assert right > 0.3 > other
+
+
+def test_local_model_second_opinion_recovers_a_paraphrase_the_gate_refuses(local_pa):
     # with the seed words barely shared, the calibrated gate alone refuses this question
-    # (p ≈ 0.11); with `rewrite` on, the model restates it in a paper's terms and the same
-    # gate passes the sycophancy paper
-    question = "Which paper explains why preference tuning makes models agree with users too much?"
-    policy = local_pa.settings.relevance.model_copy(update={"rewrite": True})
+    # (p ≈ 0.11); the model's question likelihood (on by default with the local backend)
+    # finds that the sycophancy paper makes it far likelier
+    answer = local_pa.ask(SYCOPHANCY_QUESTION)
+    _assert_grounded(answer)
+    assert not answer.abstained
+    assert _cited_first_authors(answer) == {"Itai Shapira"}
+
+
+def test_local_model_rewrite_recovers_a_paraphrase_the_gate_refuses(local_pa):
+    # with `rewrite` on (and the second opinion off), the model restates the question in a
+    # paper's terms and the same gate passes the sycophancy paper
+    question = SYCOPHANCY_QUESTION
+    policy = local_pa.settings.relevance.model_copy(update={"rewrite": True, "second_opinion": "off"})
     pa = PaperAssistant(local_pa.settings.model_copy(update={"relevance": policy}))
     pa._store = local_pa.store
     answer = pa.ask(question)

@@ -17,6 +17,7 @@ from ..retrieve import Retriever
 from ..types import Answer, Citation, Filters, Turn
 from . import compose
 from .ground import GroundedText, Grounder, SentenceEmbeddings, question_allowance
+from .likelihood import QuestionLikelihood, SecondOpinion
 from .plan import Planner, TurnPlan
 from .relevance import Judge
 from .stream import CheckedProse, Numbering
@@ -31,10 +32,13 @@ class AnswerEngine:
         self.store = retriever.store
         self.embed = SentenceEmbeddings(self.store.embedder)
         self.judge = Judge(self.store.corpus_stats, settings.relevance, embed=self.embed)
-        self.planner = Planner(settings, retriever, self.judge, self.embed, rewriter=self._rewrite)
+        self.planner = Planner(settings, retriever, self.judge, self.embed, rewriter=self._rewrite,
+                               second_opinion=self._second_opinion)
         self.grounder = Grounder(self.embed, settings.citation)
         self._llm = None
         self._llm_error: Optional[str] = None
+        self._opinion: Optional[SecondOpinion] = None
+        self._opinion_error: Optional[str] = None
 
     # ------------------------------------------------------------------ public
     def answer(self, message: str, history: list[Turn], mode: Optional[str] = None,
@@ -109,6 +113,26 @@ class AnswerEngine:
             notices.append(f"The language model is unavailable ({self._llm_error}); "
                            "showing extracts instead.")
         return self._llm
+
+    def _second_opinion(self) -> Optional[SecondOpinion]:
+        """The local model's judgement of borderline questions, per RelevancePolicy.second_opinion
+        ("auto": only when the answers come from the in-process local model anyway)."""
+        mode = self.settings.relevance.second_opinion
+        in_process = self.settings.llm_backend == "local" and self.settings.llm_server_parallel == 0
+        if mode == "off" or (mode == "auto" and not in_process) or self._opinion_error:
+            return None
+        if self._opinion is None:
+            from ..llm import make_local_llm
+
+            try:
+                llm = self._get_llm([]) if in_process else make_local_llm(self.settings)
+            except BackendError as exc:
+                llm, self._opinion_error = None, str(exc)
+            if not hasattr(llm, "reply_logprobs"):
+                self._opinion_error = self._opinion_error or "the local model is unavailable"
+                return None
+            self._opinion = SecondOpinion(QuestionLikelihood(llm.reply_logprobs), self.settings.relevance)
+        return self._opinion
 
     def _rewrite(self, question: str) -> str:
         """The question in the terms a paper would use (≤ 40 tokens), or "" without a model."""

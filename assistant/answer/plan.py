@@ -19,6 +19,7 @@ from . import compose
 from .ground import SentenceEmbeddings, Source, evidence_for
 from .query import (Query, asks_previous_papers, paper_id_in, parse, shown_lists, similar_target,
                     table_request)
+from .likelihood import SecondOpinion
 from .relevance import Judge, Judged, authors_named
 from .naming import named_in_abstract, names_paper, names_title, new_terms, title_names
 from .themes import Theme, themes
@@ -49,9 +50,11 @@ class TurnPlan:
 
 class Planner:
     def __init__(self, settings: Settings, retriever: Retriever, judge: Judge,
-                 embed: SentenceEmbeddings, rewriter: Optional[Callable[[str], str]] = None):
+                 embed: SentenceEmbeddings, rewriter: Optional[Callable[[str], str]] = None,
+                 second_opinion: Optional[Callable[[], Optional[SecondOpinion]]] = None):
         self.settings = settings
         self.rewriter = rewriter  # the model's rewrite of a question into a paper's terms
+        self.second_opinion = second_opinion  # the model's judgement, made on first need
         self.policy = settings.relevance
         self.retriever = retriever
         self.store = retriever.store
@@ -90,12 +93,22 @@ class Planner:
         chosen = self.judge.choose(judged, singular=bool(SINGULAR_RE.search(q.message))
                                    and not PLURAL_RE.search(q.message),
                                    plural=bool(PLURAL_RE.search(q.message)))
+        if not chosen:
+            chosen = self._reconsidered(q, judged)
         if not chosen and self._worth_rewriting(judged):
             hits, chosen = self._rewritten(q, filters, hits)
         plan = TurnPlan("question", q.message, retrieved=hits)
         if not chosen:
             return self._refuse(plan, q, judged, filters)
         return self._about(plan, q, [j.paper for j in chosen])
+
+    def _reconsidered(self, q: Query, judged: list[Judged]) -> list[Judged]:
+        """Paraphrase recall: the gate refused, but its best candidates may still answer in other
+        words; the local model's question likelihood decides (likelihood.py)."""
+        opinion = self.second_opinion() if self.second_opinion else None
+        if opinion is None or not opinion.worth_asking(judged):
+            return []
+        return opinion.reconsider(q.message, judged)[:1]
 
     def _worth_rewriting(self, judged: list[Judged]) -> bool:
         return (self.policy.rewrite and self.rewriter is not None and bool(judged)

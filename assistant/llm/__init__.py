@@ -50,9 +50,17 @@ __all__ = [
     "BackendError", "ModelUnavailable", "BackendTimeout",
     "DEFAULT_MODEL_FILENAME", "DEFAULT_MODEL_SIZE", "DEFAULT_MODEL_SHA256", "PART_PACKAGES",
     "INSTALL_HINT", "packaged_part_paths", "assemble_model", "ensure_default_model",
-    "resolve_model_path", "LocalLlamaCPP", "make_llm", "backend_label",
+    "resolve_model_path", "LocalLlamaCPP", "make_llm", "make_local_llm", "backend_label",
     "stream_chat_text", "stream_chat_events", "to_chat_messages", "count_tokens",
 ]
+
+
+def make_local_llm(settings: "Settings") -> LocalLlamaCPP:
+    """The packaged (or configured) GGUF in-process, whatever backend answers: the relevance
+    second opinion scores with it (answer/likelihood.py)."""
+    llm = make_llm(settings.model_copy(update={"llm_backend": "local", "llm_server_parallel": 0}))
+    assert isinstance(llm, LocalLlamaCPP)
+    return llm
 
 
 def make_llm(settings: "Settings") -> Optional[LLM]:

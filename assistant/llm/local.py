@@ -120,6 +120,42 @@ def _close_models() -> None:
         _MODELS_LOCK.release()
 
 
+def _chat_prompt(llama: Any, messages: Sequence[dict]) -> str:
+    """The messages in the model's chat format, ending where the assistant's reply begins."""
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    template = llama.metadata.get("tokenizer.chat_template")
+    if template is None:
+        raise ValueError("the model has no chat template to score replies with")
+    token = lambda i: llama.detokenize([i], special=True).decode("utf-8", "ignore")  # noqa: E731
+    formatter = Jinja2ChatFormatter(template, eos_token=token(llama.token_eos()),
+                                    bos_token=token(llama.token_bos()), add_generation_prompt=True)
+    return formatter(messages=list(messages)).prompt
+
+
+def _reply_logprobs(llama: Any, prompt: str, reply: str) -> list[float]:
+    """Written against llama-cpp-python's internals: its public API scores only with
+    ``logits_all=True``, which computes the vocabulary's logits at every prompt position (most of
+    the cost for a 300-token abstract); here only the reply's positions get logits."""
+    import numpy as np
+
+    head = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+    tail = llama.tokenize(reply.encode("utf-8"), add_bos=False, special=False) + [llama.token_eos()]
+    if len(head) < 2 or len(tail) > llama.n_batch or len(head) + len(tail) > llama.n_ctx():
+        raise ValueError(f"cannot score {len(tail)} tokens after {len(head)}")
+    llama.reset()
+    llama.eval(head[:-1])  # no logits kept for the prompt
+    scored = [head[-1]] + tail[:-1]  # the positions whose next token is the reply's
+    n_past = llama.n_tokens
+    llama._batch.set_batch(batch=scored, n_past=n_past, logits_all=True)
+    llama._ctx.decode(llama._batch)
+    logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(len(scored), llama.n_vocab()))
+    logits = logits.astype(np.float64)
+    norm = np.logaddexp.reduce(logits, axis=1)
+    out = [float(logits[i, t] - norm[i]) for i, t in enumerate(tail)]
+    llama.reset()  # the next generation starts from an empty cache, not from this prompt
+    return out
+
 def _message_dicts(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
     out = []
     for m in messages:
@@ -199,6 +235,23 @@ class LocalLlamaCPP(CustomLLM):
         """Exact token count of ``text`` for this model (no BOS)."""
         llama = self.load()
         return len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    # -- scoring
+    def reply_logprobs(self, messages: Sequence[dict], reply: str) -> list[float]:
+        """Log-probability of each token of ``reply`` (and the end of its turn) as the answer to
+        ``messages``, formatted by the GGUF's chat template; holds the model's turn like a
+        generation. Used to judge relevance by how likely a paper makes a question
+        (answer/likelihood.py)."""
+        llama = self.load()
+        assert self._loaded is not None
+        for _ in self._loaded.lock.wait(self.timeout):
+            pass  # waiting in line: nothing to show for a score
+        try:
+            return _reply_logprobs(llama, _chat_prompt(llama, messages), reply)
+        except (ValueError, RuntimeError) as exc:
+            raise BackendError(f"local model failed to score: {exc}") from exc
+        finally:
+            self._loaded.lock.release()
 
     # -- generation core
     def _generate(self, make_stream: Callable[[Any], Iterable[dict]],
