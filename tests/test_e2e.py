@@ -75,8 +75,9 @@ def test_local_model_makes_a_question_likelier_after_its_paper(local_pa):
     likelihood = QuestionLikelihood(llm.reply_logprobs)
     papers = {p.authors[0]: p for p in local_pa.store.papers().values()}
     right = likelihood.pmi(SYCOPHANCY_QUESTION, papers["Itai Shapira"])
-    other = likelihood.pmi(SYCOPHANCY_QUESTION, papers["Arash Gholamidavoodi"])
-    assert right > 0.3 > other
+    near = likelihood.pmi(SYCOPHANCY_QUESTION, papers["Arash Gholamidavoodi"])  # LLM decoding
+    far = likelihood.pmi(SYCOPHANCY_QUESTION, papers["Rémi Khellaf"])  # federated causal inference
+    assert right > near + 0.4 and near > far
 
 
 def test_local_model_second_opinion_recovers_a_paraphrase_the_gate_refuses(local_pa):
