@@ -125,7 +125,7 @@ def decisions(band: list[dict], cache: dict[str, float], model: SecondOpinionMod
     return best
 
 
-def figures(all_recs: list[dict], band: list[dict], best: dict, gate_t: float, t: float) -> dict:
+def figures(all_recs: list[dict], best: dict, gate_t: float, t: float) -> dict:
     """Over ALL the given questions: answered-and-right for answerable ones, false answers for
     out-of-corpus and leave-one-out ones, by the gate alone and with the second opinion."""
     out = {}
@@ -147,10 +147,10 @@ def net_gain(fig: dict) -> int:
     return fig["pos"]["added"] - wrong
 
 
-def choose_threshold(held_recs, held, best, gate_t: float) -> float:
+def choose_threshold(held_recs, best, gate_t: float) -> float:
     """The threshold with the largest net gain on the held-out questions (ties: the stricter)."""
     grid = [round(x, 3) for x in np.arange(0.05, 0.951, 0.025)]
-    return max(grid, key=lambda t: (net_gain(figures(held_recs, held, best, gate_t, t)), t))
+    return max(grid, key=lambda t: (net_gain(figures(held_recs, best, gate_t, t)), t))
 
 
 def report(name: str, fig: dict) -> None:
@@ -194,13 +194,13 @@ def main() -> int:
     model = fit(list(pairs(train, cache, args.papers)))
     held_recs = [r for r in records if r["item"].held_out()]
     best = decisions(held, cache, model, args.papers)
-    model.threshold = choose_threshold(held_recs, held, best, gate.threshold)
+    model.threshold = choose_threshold(held_recs, best, gate.threshold)
     print(f"model: {model.w_gate:+.3f} * logit(p) {model.w_pmi:+.3f} * pmi {model.intercept:+.3f}; "
           f"threshold {model.threshold:.3f}")
-    fig = figures(held_recs, held, best, gate.threshold, model.threshold)
+    fig = figures(held_recs, best, gate.threshold, model.threshold)
     report("held-out", fig)
     for corpus in args.corpora.split(","):
-        report(corpus, figures([r for r in held_recs if r["item"].corpus == corpus], held, best,
+        report(corpus, figures([r for r in held_recs if r["item"].corpus == corpus], best,
                                gate.threshold, model.threshold))
     if args.write:
         model.provenance = {
