@@ -53,10 +53,9 @@ def sampled(records: list[dict], corpus: str, limit: int) -> list[dict]:
 
 def likelihood_scorer() -> QuestionLikelihood:
     from assistant import load_settings
-    from assistant.llm import make_llm
+    from assistant.llm import make_local_llm
 
-    llm = make_llm(load_settings(llm_backend="local"))
-    return QuestionLikelihood(llm.reply_logprobs)
+    return QuestionLikelihood(make_local_llm(load_settings()).reply_logprobs)
 
 
 def read_cache() -> dict[str, float]:
@@ -73,36 +72,36 @@ def collect_pmi(band: list[dict], papers: int) -> dict[str, float]:
     likelihood, stores = None, {}
     t0, done = time.perf_counter(), 0
     with CACHE.open("a") as out:
-        for rec in band:
+        for rec, i, key in candidates(band, papers):
+            if key in cache:
+                continue
             item = rec["item"]
-            for i in rec["order"][:papers]:
-                key = pair_key(rec, i)
-                if key in cache:
-                    continue
-                likelihood = likelihood or likelihood_scorer()
-                if item.corpus not in stores:
-                    stores[item.corpus] = open_corpus(item.corpus).store
-                paper = stores[item.corpus].paper(rec["ids"][i])
-                cache[key] = likelihood.pmi(item.query, paper)
-                out.write(json.dumps({"key": key, "pmi": cache[key]}) + "\n")
-                out.flush()
-                done += 1
-                if done % 25 == 0:
-                    print(f"  {done} pairs, {(time.perf_counter() - t0) / done:.1f} s each", file=sys.stderr)
+            likelihood = likelihood or likelihood_scorer()
+            if item.corpus not in stores:
+                stores[item.corpus] = open_corpus(item.corpus).store
+            paper = stores[item.corpus].paper(rec["ids"][i])
+            cache[key] = likelihood.pmi(item.query, paper)
+            out.write(json.dumps({"key": key, "pmi": cache[key]}) + "\n")
+            out.flush()
+            done += 1
+            if done % 25 == 0:
+                print(f"  {done} pairs, {(time.perf_counter() - t0) / done:.1f} s each", file=sys.stderr)
     return cache
 
 
-def pair_key(rec: dict, i: int) -> str:
-    return f"{rec['item'].corpus}|{rec['item'].qid}|{rec['ids'][i]}"
+def candidates(band: list[dict], papers: int):
+    """(question record, candidate index, cache key) of each question's `papers` best candidates
+    (in the gate's order, as the engine asks them)."""
+    for rec in band:
+        for i in rec["order"][:papers]:
+            yield rec, i, f"{rec['item'].corpus}|{rec['item'].qid}|{rec['ids'][i]}"
 
 
 def pairs(band: list[dict], cache: dict[str, float], papers: int):
     """(question record, candidate index, gate p, pmi, label) for the cached pairs."""
-    for rec in band:
-        for i in rec["order"][:papers]:
-            key = pair_key(rec, i)
-            if key in cache:
-                yield rec, i, rec["p"][i], cache[key], rec["labels"][i]
+    for rec, i, key in candidates(band, papers):
+        if key in cache:
+            yield rec, i, rec["p"][i], cache[key], rec["labels"][i]
 
 
 def fit(rows) -> SecondOpinionModel:

@@ -82,7 +82,7 @@ def test_only_candidates_within_reach_are_reconsidered():
     scorer = FakeScorer()
     opinion = _opinion(scorer, second_opinion_floor=0.05, second_opinion_papers=2)
     judged = [_judged("a", 0.2, "sycophancy after tuning."), _judged("b", 0.04, "sycophancy too.")]
-    assert opinion.worth_asking(judged) and not opinion.worth_asking(judged[1:])
+    assert opinion.reconsider("sycophancy in models", judged[1:]) == [] and scorer.calls == []
     passing = opinion.reconsider("sycophancy in models", judged)
     assert [j.paper.paper_id for j in passing] == ["a"]  # b is below the floor: never scored
     assert passing[0].p > 0.5 and passing[0].features["pmi"] == pytest.approx(0.8)
@@ -108,9 +108,6 @@ def test_planner_answers_a_refused_question_the_second_opinion_accepts(seed_assi
     assert judged[0].paper.authors[0] == "Itai Shapira"
 
     class Accepting:
-        def worth_asking(self, judged):
-            return True
-
         def reconsider(self, question, judged):
             return [judged[0]]
 

@@ -124,12 +124,13 @@ class AnswerEngine:
         if self._opinion is None:
             from ..llm import make_local_llm
 
-            try:
+            try:  # in process: the answering model, None after its load failed (_llm_error)
                 llm = self._get_llm([]) if in_process else make_local_llm(self.settings)
             except BackendError as exc:
                 llm, self._opinion_error = None, str(exc)
-            if not hasattr(llm, "reply_logprobs"):
-                self._opinion_error = self._opinion_error or "the local model is unavailable"
+            if llm is None:
+                self._opinion_error = (self._opinion_error or self._llm_error
+                                       or "the local model is unavailable")
                 return None
             self._opinion = SecondOpinion(QuestionLikelihood(llm.reply_logprobs), self.settings.relevance)
         return self._opinion

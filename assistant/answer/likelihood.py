@@ -9,7 +9,7 @@ becomes when the model has read the paper,
 
     pmi = (log P(question | paper) - log P(question)) / tokens of the question.
 
-Two forward passes over the prompt, ~3 s on two cores, so it is asked only when the gate
+Two forward passes (paper + question, question alone), ~4-5 s on two cores, so it is asked only when the gate
 refused and the best candidate is within reach (RelevancePolicy.second_opinion_floor). A small
 logistic model over (the gate's logit, pmi), fitted on labelled pairs by
 benchmarks/calibrate_second_opinion.py and shipped as assistant/data/second_opinion.json, turns
@@ -109,12 +109,10 @@ class SecondOpinion:
         self.policy = policy
         self.model = model or default_model()
 
-    def worth_asking(self, judged: Sequence[Judged]) -> bool:
-        return bool(judged) and judged[0].p >= self.policy.second_opinion_floor
-
     def reconsider(self, question: str, judged: Sequence[Judged]) -> list[Judged]:
         """The best few candidates that pass on both opinions, best first, each carrying the
-        combined probability and its pmi among its features."""
+        combined probability and its pmi among its features. Candidates below the floor are
+        never scored (judged is best first)."""
         passing = []
         for j in judged[: self.policy.second_opinion_papers]:
             if j.p < self.policy.second_opinion_floor:

@@ -106,9 +106,7 @@ class Planner:
         """Paraphrase recall: the gate refused, but its best candidates may still answer in other
         words; the local model's question likelihood decides (likelihood.py)."""
         opinion = self.second_opinion() if self.second_opinion else None
-        if opinion is None or not opinion.worth_asking(judged):
-            return []
-        return opinion.reconsider(q.message, judged)[:1]
+        return opinion.reconsider(q.message, judged)[:1] if opinion else []
 
     def _worth_rewriting(self, judged: list[Judged]) -> bool:
         return (self.policy.rewrite and self.rewriter is not None and bool(judged)
