@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import calibrate_relevance as cr  # noqa: E402
 from corpora import ROOT, available, open_corpus  # noqa: E402
 
-from assistant.answer.likelihood import MODEL_PATH, QuestionLikelihood, SecondOpinionModel, logit  # noqa: E402
+from assistant.answer.likelihood import MODEL_PATH, QuestionLikelihood, SecondOpinionModel, leads, logit  # noqa: E402
 from assistant.answer.relevance import default_model as relevance_model  # noqa: E402
 from assistant.config import RelevancePolicy  # noqa: E402
 
@@ -98,27 +98,36 @@ def candidates(band: list[dict], papers: int):
 
 
 def pairs(band: list[dict], cache: dict[str, float], papers: int):
-    """(question record, candidate index, gate p, pmi, label) for the cached pairs."""
+    """(question record, candidate index, gate p, pmi, lead, label) for the questions whose
+    `papers` best candidates are all cached; lead as the engine computes it (likelihood.leads)."""
+    by_question: dict[str, list] = {}
     for rec, i, key in candidates(band, papers):
-        if key in cache:
-            yield rec, i, rec["p"][i], cache[key], rec["labels"][i]
+        by_question.setdefault((rec["item"].corpus, rec["item"].qid), []).append((rec, i, cache.get(key)))
+    for scored in by_question.values():
+        if any(pmi is None for *_, pmi in scored):
+            continue
+        for (rec, i, pmi), lead in zip(scored, leads([pmi for *_, pmi in scored])):
+            yield rec, i, rec["p"][i], pmi, lead, rec["labels"][i]
 
 
-def fit(rows) -> SecondOpinionModel:
+def fit(rows, papers: int) -> SecondOpinionModel:
+    """Logistic regression over (logit of the gate's p, pmi) and, with more than one paper
+    scored a question, the lead."""
     from sklearn.linear_model import LogisticRegression
 
-    X = np.array([[logit(p), pmi] for _, _, p, pmi, _ in rows])
+    X = np.array([[logit(p), pmi, lead][: 3 if papers > 1 else 2] for _, _, p, pmi, lead, _ in rows])
     y = np.array([label for *_, label in rows])
     lr = LogisticRegression(C=1.0, max_iter=1000).fit(X, y)
-    return SecondOpinionModel(float(lr.coef_[0][0]), float(lr.coef_[0][1]), float(lr.intercept_[0]), 0.5, {})
+    w = [float(c) for c in lr.coef_[0]] + [0.0]
+    return SecondOpinionModel(w[0], w[1], float(lr.intercept_[0]), 0.5, {}, w_lead=w[2])
 
 
 def decisions(band: list[dict], cache: dict[str, float], model: SecondOpinionModel, papers: int) -> dict:
     """Per band question: the best combined probability among its candidates and whether that
     candidate is one it asks for."""
     best: dict[str, tuple[float, int]] = {}
-    for rec, i, p, pmi, label in pairs(band, cache, papers):
-        q = model.proba(p, pmi)
+    for rec, i, p, pmi, lead, label in pairs(band, cache, papers):
+        q = model.proba(p, pmi, lead)
         if rec["item"].qid not in best or q > best[rec["item"].qid][0]:
             best[rec["item"].qid] = (q, label)
     return best
@@ -190,11 +199,12 @@ def main() -> int:
         return 0
     train = [r for r in band if not r["item"].held_out()]
     held = [r for r in band if r["item"].held_out()]
-    model = fit(list(pairs(train, cache, args.papers)))
+    model = fit(list(pairs(train, cache, args.papers)), args.papers)
     held_recs = [r for r in records if r["item"].held_out()]
     best = decisions(held, cache, model, args.papers)
     model.threshold = choose_threshold(held_recs, best, gate.threshold)
-    print(f"model: {model.w_gate:+.3f} * logit(p) {model.w_pmi:+.3f} * pmi {model.intercept:+.3f}; "
+    print(f"model: {model.w_gate:+.3f} * logit(p) {model.w_pmi:+.3f} * pmi {model.w_lead:+.3f} * lead "
+          f"{model.intercept:+.3f}; "
           f"threshold {model.threshold:.3f}")
     fig = figures(held_recs, best, gate.threshold, model.threshold)
     report("held-out", fig)

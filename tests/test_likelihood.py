@@ -8,7 +8,7 @@ import pytest
 
 from assistant import PaperAssistant
 from assistant.answer.likelihood import (QuestionLikelihood, SecondOpinion, SecondOpinionModel,
-                                         any_paper_messages, default_model, paper_messages)
+                                         any_paper_messages, default_model, leads, paper_messages)
 from assistant.answer.relevance import Judged
 from assistant.config import RelevancePolicy
 from assistant.llm.errors import BackendError
@@ -59,11 +59,18 @@ def test_prompts_carry_the_paper_and_nothing_else():
     assert "Abstract" not in any_paper_messages()[0]["content"]
 
 
-def test_combined_model_rises_with_either_opinion():
-    m = SecondOpinionModel(w_gate=1.0, w_pmi=2.0, intercept=-1.0, threshold=0.5, provenance={})
+def test_combined_model_rises_with_each_opinion():
+    m = SecondOpinionModel(w_gate=1.0, w_pmi=2.0, intercept=-1.0, threshold=0.5, provenance={}, w_lead=0.5)
     assert m.proba(0.2, 1.0) > m.proba(0.2, 0.0)
     assert m.proba(0.3, 0.5) > m.proba(0.1, 0.5)
-    assert m.proba(0.5, 0.5) == pytest.approx(1 / (1 + math.exp(-(0.0 + 1.0 - 1.0))))
+    assert m.proba(0.2, 0.5, lead=0.4) > m.proba(0.2, 0.5, lead=-0.4)
+    assert m.proba(0.5, 0.5, lead=0.2) == pytest.approx(1 / (1 + math.exp(-(0.0 + 1.0 + 0.1 - 1.0))))
+
+
+def test_lead_is_the_margin_over_the_best_other_candidate():
+    assert leads([0.9, 0.5, 0.7]) == pytest.approx([0.2, -0.4, -0.2])
+    assert leads([0.6]) == [0.0]  # nothing to contrast with
+    assert leads([]) == []
 
 
 def test_shipped_model_says_where_it_came_from():
@@ -71,22 +78,45 @@ def test_shipped_model_says_where_it_came_from():
     assert m.w_pmi > 0 and 0 < m.threshold < 1
     assert m.provenance["fitted_by"] == "benchmarks/calibrate_second_opinion.py"
     assert "held_out" in m.provenance
+    # its lead was measured among as many candidates as the engine scores by default
+    assert m.provenance["papers_per_question"] == RelevancePolicy().second_opinion_papers
 
 
-def _opinion(scorer, **policy) -> SecondOpinion:
-    model = SecondOpinionModel(w_gate=1.0, w_pmi=4.0, intercept=0.0, threshold=0.5, provenance={})
+def _opinion(scorer, w_lead: float = 0.0, **policy) -> SecondOpinion:
+    model = SecondOpinionModel(w_gate=1.0, w_pmi=4.0, intercept=0.0, threshold=0.5, provenance={}, w_lead=w_lead)
     return SecondOpinion(QuestionLikelihood(scorer), RelevancePolicy(**policy), model)
 
 
-def test_only_candidates_within_reach_are_reconsidered():
+def test_nothing_is_scored_unless_the_best_candidate_is_within_reach():
     scorer = FakeScorer()
     opinion = _opinion(scorer, second_opinion_floor=0.05, second_opinion_papers=2)
-    judged = [_judged("a", 0.2, "sycophancy after tuning."), _judged("b", 0.04, "sycophancy too.")]
-    assert opinion.reconsider("sycophancy in models", judged[1:]) == [] and scorer.calls == []
+    judged = [_judged("a", 0.04, "sycophancy after tuning."), _judged("b", 0.03, "sycophancy too.")]
+    assert opinion.reconsider("sycophancy in models", judged) == [] and scorer.calls == []
+    assert opinion.reconsider("sycophancy in models", []) == []
+
+
+def test_the_best_candidates_are_scored_and_contrasted():
+    scorer = FakeScorer()
+    opinion = _opinion(scorer, w_lead=2.0, second_opinion_floor=0.05, second_opinion_papers=2)
+    judged = [_judged("a", 0.2, "sycophancy after tuning."), _judged("b", 0.04, "calibration drift."),
+              _judged("c", 0.03, "sycophancy again.")]
     passing = opinion.reconsider("sycophancy in models", judged)
-    assert [j.paper.paper_id for j in passing] == ["a"]  # b is below the floor: never scored
+    assert [j.paper.paper_id for j in passing] == ["a"]  # b is below the floor but scored as contrast
     assert passing[0].p > 0.5 and passing[0].features["pmi"] == pytest.approx(0.8)
-    assert scorer.calls.count("paper") == 1
+    assert passing[0].features["pmi_lead"] == pytest.approx(0.8)
+    assert scorer.calls.count("paper") == 2  # c, beyond second_opinion_papers, never
+
+
+def test_a_candidate_its_neighbour_explains_as_well_loses_its_lead():
+    opinion = _opinion(FakeScorer(), w_lead=3.0, second_opinion_papers=2)
+    question = "sycophancy in models"
+    best = _judged("a", 0.1, "sycophancy after tuning.")
+    standing_out = opinion.reconsider(question, [best, _judged("b", 0.05, "calibration drift.")])
+    matched = opinion.reconsider(question, [best, _judged("b", 0.05, "sycophancy too.")])
+    assert standing_out[0].paper.paper_id == "a" and standing_out[0].features["pmi_lead"] == pytest.approx(0.8)
+    assert all(j.features["pmi_lead"] == 0.0 for j in matched)
+    p_matched = max(j.p for j in matched if j.paper.paper_id == "a")
+    assert standing_out[0].p > p_matched
 
 
 def test_a_paper_that_does_not_raise_the_question_stays_refused():

@@ -9,11 +9,15 @@ becomes when the model has read the paper,
 
     pmi = (log P(question | paper) - log P(question)) / tokens of the question.
 
-Two forward passes (paper + question, question alone), ~4-5 s on two cores, so it is asked only when the gate
-refused and the best candidate is within reach (RelevancePolicy.second_opinion_floor). A small
-logistic model over (the gate's logit, pmi), fitted on labelled pairs by
-benchmarks/calibrate_second_opinion.py and shipped as assistant/data/second_opinion.json, turns
-the two into a probability with its own threshold.
+A paper near the question's topic raises it somewhat even when it does not answer it; the paper
+that answers it raises it more than its neighbours do. So the best few candidates are scored and
+each one's lead, its pmi minus the best other candidate's, is a second measure.
+
+A forward pass per paper plus a short one for the question alone, ~4 s a paper on two cores, so
+it is asked only when the gate refused and the best candidate is within reach
+(RelevancePolicy.second_opinion_floor). A small logistic model over (the gate's logit, pmi,
+lead), fitted on labelled pairs by benchmarks/calibrate_second_opinion.py and shipped as
+assistant/data/second_opinion.json, turns them into a probability with its own threshold.
 """
 from __future__ import annotations
 
@@ -38,25 +42,28 @@ ReplyScorer = Callable[[list[dict], str], list[float]]
 
 @dataclass
 class SecondOpinionModel:
-    """p = sigmoid(w_gate * logit(gate p) + w_pmi * pmi + intercept), accepted at `threshold`."""
+    """p = sigmoid(w_gate * logit(gate p) + w_pmi * pmi + w_lead * lead + intercept), accepted at
+    `threshold`. lead: pmi minus the best other scored candidate's (0 when one is scored)."""
 
     w_gate: float
     w_pmi: float
     intercept: float
     threshold: float
     provenance: dict
+    w_lead: float = 0.0
 
     @classmethod
     def load(cls, path: Path = MODEL_PATH) -> "SecondOpinionModel":
         raw = json.loads(Path(path).read_text())
-        return cls(raw["w_gate"], raw["w_pmi"], raw["intercept"], raw["threshold"], raw.get("provenance", {}))
+        return cls(raw["w_gate"], raw["w_pmi"], raw["intercept"], raw["threshold"],
+                   raw.get("provenance", {}), raw.get("w_lead", 0.0))
 
     def to_json(self) -> dict:
-        return {"w_gate": self.w_gate, "w_pmi": self.w_pmi, "intercept": self.intercept,
-                "threshold": self.threshold, "provenance": self.provenance}
+        return {"w_gate": self.w_gate, "w_pmi": self.w_pmi, "w_lead": self.w_lead,
+                "intercept": self.intercept, "threshold": self.threshold, "provenance": self.provenance}
 
-    def proba(self, gate_p: float, pmi: float) -> float:
-        z = self.w_gate * logit(gate_p) + self.w_pmi * pmi + self.intercept
+    def proba(self, gate_p: float, pmi: float, lead: float = 0.0) -> float:
+        z = self.w_gate * logit(gate_p) + self.w_pmi * pmi + self.w_lead * lead + self.intercept
         return 1.0 / (1.0 + math.exp(-z))
 
 
@@ -68,6 +75,13 @@ def default_model() -> SecondOpinionModel:
 def logit(p: float) -> float:
     p = min(max(p, 1e-6), 1 - 1e-6)
     return math.log(p / (1 - p))
+
+
+def leads(pmis: Sequence[float]) -> list[float]:
+    """Each pmi minus the best of the others (0 when alone): does this paper raise the question
+    more than the other candidates do?"""
+    return [pmi - max(pmis[:i] + pmis[i + 1:]) if len(pmis) > 1 else 0.0
+            for i, pmi in enumerate(pmis)]
 
 
 def paper_messages(paper) -> list[dict]:
@@ -110,18 +124,20 @@ class SecondOpinion:
         self.model = model or default_model()
 
     def reconsider(self, question: str, judged: Sequence[Judged]) -> list[Judged]:
-        """The best few candidates that pass on both opinions, best first, each carrying the
-        combined probability and its pmi among its features. Candidates below the floor are
-        never scored (judged is best first)."""
+        """The candidates that pass on both opinions, best first, each carrying the combined
+        probability and its pmi and lead among its features. Nothing is scored unless the best
+        candidate reaches the floor (judged is best first); then the `second_opinion_papers`
+        best are, the others serving as contrast."""
+        if not judged or judged[0].p < self.policy.second_opinion_floor:
+            return []
+        scored = list(judged[: self.policy.second_opinion_papers])
+        try:
+            pmis = [self.likelihood.pmi(question, j.paper) for j in scored]
+        except BackendError:  # no second opinion after all: the gate's refusal stands
+            return []
         passing = []
-        for j in judged[: self.policy.second_opinion_papers]:
-            if j.p < self.policy.second_opinion_floor:
-                break
-            try:
-                pmi = self.likelihood.pmi(question, j.paper)
-            except BackendError:  # no second opinion after all: the gate's refusal stands
-                break
-            p = self.model.proba(j.p, pmi)
+        for j, pmi, lead in zip(scored, pmis, leads(pmis)):
+            p = self.model.proba(j.p, pmi, lead)
             if p >= self.model.threshold:
-                passing.append(replace(j, p=p, features={**j.features, "pmi": pmi}))
+                passing.append(replace(j, p=p, features={**j.features, "pmi": pmi, "pmi_lead": lead}))
         return sorted(passing, key=lambda j: -j.p)
