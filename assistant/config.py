@@ -60,9 +60,10 @@ class RelevancePolicy(BaseModel):
     second_opinion_floor: float = Field(
         0.03, description="Gate probability the best candidate needs before a second opinion is asked.")
     second_opinion_papers: int = Field(
-        2, description="Best candidates given a second opinion, each the others' contrast (each costs "
-                       "~4 s on two cores). The shipped model was fitted with this many "
-                       "(benchmarks/calibrate_second_opinion.py --papers).")
+        1, description="Best candidates given a second opinion (each costs ~4 s on two cores); with "
+                       "more, each one's lead over the others is a feature, so the shipped model must "
+                       "be fitted with as many (benchmarks/calibrate_second_opinion.py --papers). 2 "
+                       "was measured and not kept: README, 'A second opinion for borderline questions'.")
     summary_threshold: Optional[float] = Field(
         None, description="Probability a paper needs to join a summary whose best paper passed "
                           "`threshold`. None: the one shipped with the model, chosen for recall "

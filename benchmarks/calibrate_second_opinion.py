@@ -6,10 +6,11 @@ The questions are calibrate_relevance.py's labelled ones (SciFact train claims, 
 sets for arxiv_math and ml_conf, the seed held-out set, leave-one-out twins, written and
 cross-corpus out-of-corpus questions) with the same 70/30 split. Those the shipped gate refuses
 while their best candidate reaches the floor are the ones a second opinion is asked about; for
-their K best candidates the packaged local model's pmi (question likelihood with the paper over
-without) is computed once and cached (benchmarks/.stores/second_opinion_pmi.jsonl: slow, ~3 s a
-pair). A logistic model over (logit of the gate's probability, pmi) is fitted on the 70 and its
-threshold chosen on the 30: the one at which the right answers it adds most outnumber the wrong
+their K best candidates (K = --papers, the engine's second_opinion_papers) the packaged local
+model's pmi (question likelihood with the paper over without) is computed once and cached
+(benchmarks/.stores/second_opinion_pmi.jsonl: slow, ~5 s a pair). A logistic model over (logit
+of the gate's probability, pmi, and with K > 1 the lead: pmi minus the best other candidate's) is
+fitted on the 70 and its threshold chosen on the 30: the one at which the right answers it adds most outnumber the wrong
 ones it adds (a wrong paper, or an answer to an out-of-corpus or leave-one-out question). The
 gate's own threshold already spends the 2% out-of-corpus budget, so what this adds is printed
 beside it. Held-out figures are printed, and written with the model.
