@@ -10,8 +10,11 @@ becomes when the model has read the paper,
     pmi = (log P(question | paper) - log P(question)) / tokens of the question.
 
 A paper near the question's topic raises it somewhat even when it does not answer it; the paper
-that answers it raises it more than its neighbours do. So the best few candidates are scored and
-each one's lead, its pmi minus the best other candidate's, is a second measure.
+that answers it raises it more than its neighbours do. So the best few candidates can be scored
+(RelevancePolicy.second_opinion_papers) and each one's lead, its pmi minus the best other
+candidate's, is a further measure. The shipped model scores one: with two, the lead model was
+better on held-out questions but refused a paper whose neighbour raises the question as much
+(README, 'A second opinion for borderline questions').
 
 A forward pass per paper plus a short one for the question alone, ~4 s a paper on two cores, so
 it is asked only when the gate refused and the best candidate is within reach
