@@ -116,11 +116,12 @@ def fit(rows, papers: int) -> SecondOpinionModel:
     scored a question, the lead."""
     from sklearn.linear_model import LogisticRegression
 
-    X = np.array([[logit(p), pmi, lead][: 3 if papers > 1 else 2] for _, _, p, pmi, lead, _ in rows])
+    with_lead = papers > 1  # alone, a candidate's lead is always 0: nothing to fit
+    X = np.array([[logit(p), pmi] + ([lead] if with_lead else []) for _, _, p, pmi, lead, _ in rows])
     y = np.array([label for *_, label in rows])
-    lr = LogisticRegression(C=1.0, max_iter=1000).fit(X, y)
-    w = [float(c) for c in lr.coef_[0]] + [0.0]
-    return SecondOpinionModel(w[0], w[1], float(lr.intercept_[0]), 0.5, {}, w_lead=w[2])
+    w = LogisticRegression(C=1.0, max_iter=1000).fit(X, y)
+    return SecondOpinionModel(float(w.coef_[0][0]), float(w.coef_[0][1]), float(w.intercept_[0]), 0.5, {},
+                              w_lead=float(w.coef_[0][2]) if with_lead else 0.0)
 
 
 def decisions(band: list[dict], cache: dict[str, float], model: SecondOpinionModel, papers: int) -> dict:
