@@ -70,6 +70,10 @@ class RelevancePolicy(BaseModel):
                           "(best F2) on held-out summary topics.")
     summary_candidates: int = Field(80, description="Papers retrieved and judged for a summary.")
     summary_max: int = Field(40, description="Papers a summary may cite.")
+    overview_per_theme: int = Field(
+        3, description="An overview of more papers than `summary_max` (\"Summarize this collection\", "
+                       "\"the papers in the math.CO category\") cites this many of each theme, the "
+                       "most central ones.")
 
 
 class CitationPolicy(BaseModel):

@@ -141,6 +141,45 @@ def test_summary_groups_an_area_and_cites_every_paper(pa):
     assert "4 of the 20 papers" in answer.answer and "*causal inference*" in answer.answer
 
 
+LLM_CATEGORY = "Deep Learning · Large Language Models"
+
+
+@pytest.mark.parametrize("message", [
+    "Which papers are in the Large Language Models category?",
+    "Give me an overview of the papers in the Large Language Models category.",
+    "What is in the Deep Learning · Large Language Models category?",
+])
+def test_a_category_named_as_such_lists_exactly_its_papers(pa, message):
+    answer = pa.ask(message)
+    in_category = {p.paper_id for p in pa.store.papers().values() if p.category == LLM_CATEGORY}
+    assert answer.intent == "summary" and not answer.abstained
+    assert {c.paper_id for c in answer.citations} == in_category and len(in_category) == 5
+    assert f"5 of the 20 papers in this collection are in *" in answer.answer
+
+
+def test_the_request_filter_wins_over_a_category_the_message_names(pa):
+    answer = pa.ask("Which papers are in the Applications area?", filters=Filters(categories=["Social Aspects"]))
+    assert answer.citations and all(c.category.startswith("Social Aspects") for c in answer.citations)
+
+
+def test_summarize_this_collection_cites_every_paper_by_theme(pa):
+    answer = pa.ask("Summarize this collection.")
+    assert answer.intent == "summary" and not answer.abstained
+    assert len(answer.citations) == 20 and "This collection holds 20 papers." in answer.answer
+    assert answer.answer.count("**") >= 4  # named themes, not one flat list
+
+
+def test_an_overview_beyond_summary_max_cites_the_central_papers_of_each_theme(pa):
+    settings = pa.settings.model_copy(deep=True)  # the seed store's settings are shared
+    settings.relevance.summary_max, settings.relevance.overview_per_theme = 6, 2
+    small = PaperAssistant(settings)
+    small._store = pa.store
+    answer = small.ask("Summarize this collection.")
+    cited = [c.paper_id for c in answer.citations]
+    assert 4 <= len(cited) <= 2 * pa.settings.max_themes and len(set(cited)) == len(cited)
+    assert f"the {len(cited)} most central of its themes are below" in answer.answer
+
+
 def test_compare_builds_a_cited_table(pa):
     answer = pa.ask("Compare Top-W with Verbalized Sampling")
     assert answer.intent == "compare"

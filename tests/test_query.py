@@ -282,3 +282,69 @@ def test_a_table_of_the_papers_already_shown(message, previous):
 
 def test_mode_table_forces_the_intent():
     assert parse("causal inference: method, data", [], mode="table").intent == "table"
+
+
+# ----------------------------------------------------------------------------- named categories
+from assistant.answer.query import category_labels, named_categories  # noqa: E402
+
+SEED_CATEGORIES = ["Applications · Robotics", "Applications · Health / Medicine",
+                   "Deep Learning · Large Language Models", "Deep Learning · Theory",
+                   "General Machine Learning · Causality", "Social Aspects · Security"]
+ARXIV_CATEGORIES = ["math.CO", "math.AC, math.AG", "math.PR, math.CO"]
+
+
+@pytest.mark.parametrize("message,intent,topic,categories", [
+    # a category named as one, nothing else asked: the papers of that category
+    ("Which papers are in the Applications area?", "summary", "", ["Applications"]),
+    ("Give me an overview of the papers in the Large Language Models category.", "summary", "",
+     ["Deep Learning · Large Language Models"]),
+    ("Which papers are in the Deep Learning · Theory category?", "summary", "", ["Deep Learning · Theory"]),
+    ("What is in the deep learning / theory category?", "summary", "", ["Deep Learning · Theory"]),
+    ("What's in the Robotics area?", "summary", "", ["Applications · Robotics"]),
+    ("List the papers tagged Causality", "summary", "", ["General Machine Learning · Causality"]),
+    ("Which papers are in the Applications and Social Aspects areas?", "summary", "",
+     ["Applications", "Social Aspects"]),
+    ("category: Security", "summary", "", ["Social Aspects · Security"]),
+    # a category and a topic: the topic, within the category
+    ("Summarize the papers on privacy in the Deep Learning area", "summary", "privacy", ["Deep Learning"]),
+    ("Which paper in the Causality category uses federated data?", "question",
+     "Which paper uses federated data?", ["General Machine Learning · Causality"]),
+    # the request names no topic: the whole collection
+    ("Summarize this collection.", "summary", "", []),
+    ("What is in this collection?", "summary", "", []),
+    ("What topics does this collection cover?", "summary", "", []),
+    # words of a label without a word calling them a category: a topic, judged by meaning
+    ("What does this collection say about LLM agents and how they model their environment?", "summary",
+     "LLM agents and how they model their environment", []),
+    ("Summarize the papers on large language models.", "summary", "large language models", []),
+    ("Which paper studies robotics benchmarks for embodied agents?", "question",
+     "robotics benchmarks for embodied agents?", []),
+    # a cue word with no label of this collection after or before it
+    ("Which paper estimates the area under the ROC curve?", "question",
+     "Which paper estimates the area under the ROC curve?", []),
+])
+def test_a_category_named_as_such_is_a_filter_and_not_a_topic(message, intent, topic, categories):
+    q = parse(message, [], categories=SEED_CATEGORIES)
+    assert (q.intent, q.topic, q.categories) == (intent, topic, categories)
+
+
+@pytest.mark.parametrize("message,categories", [
+    ("Which papers are in the math.CO category?", ["math.CO"]),
+    ("papers labelled math.AG on curves", ["math.AG"]),
+    ("Summarize the math.co category", ["math.CO"]),
+    ("Which papers are about math.CO?", []),  # no cue word: a topic
+])
+def test_a_code_of_a_category_list_names_that_code(message, categories):
+    assert parse(message, [], categories=ARXIV_CATEGORIES).categories == categories
+
+
+def test_every_way_of_naming_a_category_maps_to_filter_values():
+    labels = category_labels(SEED_CATEGORIES + ["Reinforcement Learning · Theory"] + ARXIV_CATEGORIES)
+    assert labels["theory"] == ["Deep Learning · Theory", "Reinforcement Learning · Theory"]  # a leaf under two areas
+    assert labels["applications"] == ["Applications"]  # an area is its own filter value
+    assert labels["math.ag"] == ["math.AG"] and "math.ac, math.ag" not in labels
+
+
+def test_no_categories_no_scope():
+    assert named_categories("Which papers are in the Robotics area?", []) is None
+    assert parse("Which papers are in the Robotics area?", []).categories == []

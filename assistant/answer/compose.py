@@ -133,12 +133,33 @@ def compare_table(sources: list[Source]) -> str:
 
 
 def summary_listing(topic: str, themes: list[tuple[str, list[Source]]], matching: int,
-                    collection: int) -> str:
-    """How many papers match, then the papers grouped by theme, one cited line each."""
+                    collection: int, scope: str = "") -> str:
+    """How many papers match (in the categories named, `scope`), then the papers grouped by
+    theme, one cited line each."""
     shown = sum(len(g) for _, g in themes)
     more = f"; the {shown} most relevant are below" if matching > shown else ""
-    lines = [f"{matching} of the {collection} papers in this collection are about "
-             f"*{shorten(topic, 12)}*{more}.", ""]
+    within = f" in *{scope}*" if scope else ""
+    return theme_lines(f"{matching:,} of the {collection:,} papers in this collection are about "
+                       f"*{shorten(topic, 12)}*{within}{more}.", themes)
+
+
+def overview_listing(scope: str, filtered: bool, themes: list[tuple[str, list[Source]]],
+                     matching: int, collection: int) -> str:
+    """An overview of the collection, a category named (`scope`) or the filtered papers."""
+    shown = sum(len(g) for _, g in themes)
+    more = f"; the {shown} most central of its themes are below" if matching > shown else ""
+    if scope:
+        head = f"{matching:,} of the {collection:,} papers in this collection are in *{scope}*{more}."
+    elif filtered:
+        head = f"{matching:,} of the {collection:,} papers in this collection pass the filters{more}."
+    else:
+        head = f"This collection holds {collection:,} papers{more}."
+    return theme_lines(head, themes)
+
+
+def theme_lines(head: str, themes: list[tuple[str, list[Source]]]) -> str:
+    """A listing's first line, then its papers grouped by theme, one cited line each."""
+    lines = [head, ""]
     for theme, sources in themes:
         if theme:
             lines.append(f"**{theme}**")

@@ -11,7 +11,10 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
+import numpy as np
+
 from ..config import Settings
+from ..map import central, kmeans
 from ..retrieve import Retriever
 from ..text import distinctive_tokens, terms
 from ..types import Filters, Hit, Intent, LiteratureTable, Paper, TableRow, Turn
@@ -22,7 +25,7 @@ from .query import (Query, asks_previous_papers, paper_id_in, parse, shown_lists
 from .likelihood import SecondOpinion
 from .relevance import Judge, Judged, authors_named
 from .naming import named_in_abstract, names_paper, names_title, new_terms, title_names
-from .themes import Theme, themes
+from .themes import Theme, target_groups, themes
 
 SINGULAR_RE = re.compile(r"\b(which|what) (paper|work|article|study|method)\b|\bthe paper\b", re.I)
 PLURAL_RE = re.compile(r"\b(papers|works|studies|articles|any work|is there (any|work))\b", re.I)
@@ -68,7 +71,9 @@ class Planner:
 
     def _plan(self, message: str, history: list[Turn], mode: Optional[str],
               filters: Optional[Filters], k: Optional[int]) -> TurnPlan:
-        q = parse(message, history, mode, describe=self._describe)
+        q = parse(message, history, mode, describe=self._describe,
+                  categories=sorted(self.store.corpus_stats().categories))
+        filters = scoped(filters, q)
         focus = [p for p in (self.store.paper(i) for i in q.references) if p is not None]
         if q.unresolved:
             return self._unresolved(q, history)
@@ -140,6 +145,8 @@ class Planner:
         if focus and not new_terms(q.topic, focus):
             papers, matching = list(focus), len(focus)  # "summarize them": earlier papers
             plan.retrieved = [as_hit(p) for p in papers]
+        elif not q.topic:  # "Summarize this collection", "Which papers are in the Robotics area?"
+            return self._overview(plan, q, filters)
         else:
             hits, judged = self._judged(q.topic, filters, max(k or 0, self.policy.summary_candidates),
                                         topic=True)
@@ -152,11 +159,45 @@ class Planner:
         plan.sources = self._sources([p for t in grouped for p in t.papers], [q.topic], per_part=1)
         by_id = {s.paper.paper_id: s for s in plan.sources}
         themed = [(t.name, [by_id[p.paper_id] for p in t.papers]) for t in grouped]
-        plan.prefix = compose.summary_listing(q.topic, themed, matching, len(self.store.papers()))
+        plan.prefix = compose.summary_listing(q.topic, themed, matching, len(self.store.papers()),
+                                              q.scope)
         plan.prompt = compose.summary_prompt(q.topic, themed)
         plan.prose_heading = "**Synthesis.** "
         plan.max_tokens = 45 * len(themed)
         return plan
+
+    def _overview(self, plan: TurnPlan, q: Query, filters) -> TurnPlan:
+        """Everything in scope (the collection, or the categories named or filtered), grouped
+        into themes; beyond `summary_max` papers, the most central few of each theme."""
+        allowed = self.store.allowed_papers(filters)
+        ids = sorted(self.store.papers()) if allowed is None else sorted(allowed)
+        if not ids:
+            return self._refuse(plan, q, [], filters)
+        papers = [self.store.paper(i) for i in self._representatives(ids)]
+        plan.retrieved = [as_hit(p) for p in papers]
+        scope = q.scope or ("the papers filtered" if allowed is not None else "this collection")
+        grouped = self._themes(papers, scope)
+        plan.sources = self._sources([p for t in grouped for p in t.papers], [scope], per_part=1)
+        by_id = {s.paper.paper_id: s for s in plan.sources}
+        themed = [(t.name, [by_id[p.paper_id] for p in t.papers]) for t in grouped]
+        plan.prefix = compose.overview_listing(q.scope, allowed is not None, themed, len(ids),
+                                               len(self.store.papers()))
+        plan.prompt = compose.summary_prompt(scope, themed)
+        plan.prose_heading = "**Synthesis.** "
+        plan.max_tokens = 45 * len(themed)
+        return plan
+
+    def _representatives(self, ids: list[str]) -> list[str]:
+        """All of `ids` up to `summary_max`; beyond, the most central `overview_per_theme` papers
+        of each k-means theme (the collection map's clustering, on the same paper vectors)."""
+        if len(ids) <= self.policy.summary_max:
+            return ids
+        vectors = self.store.paper_vectors(ids)
+        vectors = vectors / (np.linalg.norm(vectors, axis=1, keepdims=True) + 1e-9)
+        groups = kmeans(vectors, target_groups(len(ids), self.settings.max_themes))
+        rows = [central(vectors, np.flatnonzero(groups == g), self.policy.overview_per_theme)
+                for g in range(int(groups.max()) + 1)]
+        return [ids[r] for part in rows for r in part.tolist()]
 
     def _compare(self, q: Query, focus: list[Paper], filters) -> TurnPlan:
         plan = TurnPlan("compare", q.message)
@@ -391,6 +432,14 @@ class Planner:
         if not sides or not all(found):
             return []
         return list({p.paper_id: p for p in found}.values())
+
+
+def scoped(filters: Optional[Filters], q: Query) -> Optional[Filters]:
+    """The request's filters, plus the categories the message names as such when the request
+    sets none (the page's or the API's own category filter wins)."""
+    if not q.categories or (filters is not None and filters.categories):
+        return filters
+    return (filters or Filters()).model_copy(update={"categories": q.categories})
 
 
 def as_hit(paper: Paper) -> Hit:

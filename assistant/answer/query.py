@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 from ..text import stems, terms
 from ..types import Intent, Turn
@@ -30,6 +30,7 @@ SUMMARY_RE = re.compile(
     r"what do the papers say|what (do|does) (we|it|you) have (on|about)|"
     r"what'?s (in )?(here|there|in (this|the) (collection|corpus|library)) (on|about)|"
     r"what is (in )?(here|there) (on|about)|what (work|research|papers) (is|are) (there|here) (on|about)|"
+    r"what('?s| is) in (this|the) (collection|corpus|library)|what (topics|themes|areas) (does|do|are|is)|"
     r"themes?|which papers are (in|about|on|from)|what papers are (in|about|on)|"
     r"list (the |all )?papers|all (the )?papers (on|about))\b", re.I)
 
@@ -42,6 +43,7 @@ say says said have has contain contains cover covers covered tell show list all 
 papers paper work works research studies study literature articles findings results
 please can could would you i we want like know brief short quick high-level general some
 main key overall everything anything written published available
+and or both topics themes areas
 """.split())
 # How people ask whether the literature has something, not what they ask about.
 SCAFFOLD_RE = re.compile(
@@ -119,6 +121,8 @@ class Query:
     after_refusal: bool = False  # the references point at the closest papers of a refusal
     parts: list[str] = field(default_factory=list)
     asks_authors: bool = False
+    categories: list[str] = field(default_factory=list)  # categories named as such: a filter
+    scope: str = ""  # how the message named them ("the Applications area")
 
 
 def detect_intent(message: str) -> Intent:
@@ -262,15 +266,97 @@ def described(ids: list[str], words: str, describe: Callable[[str], str]) -> lis
     return out
 
 
+# ----------------------------------------------------------------------------- named categories
+# "Which papers are in the Applications area?", "the Large Language Models category", "papers
+# tagged math.CO": a category of the collection named *as a category* selects papers by their
+# label, as the page's category filter does. Without such a word ("papers about large language
+# models") the words are a topic, judged by meaning, and the labels are never the selection.
+SCOPE_NOUN = r"(?:categor(?:y|ies)|areas?|sections?|tracks?|subject areas?|tags?|labels?)"
+SCOPE_BEFORE = (rf"\b{SCOPE_NOUN}\s*:?\s*|\b(?:categori[sz]ed|classified|filed|listed)\s+(?:as|under|in)\s+|"
+                r"\b(?:tagged|labell?ed)\s+(?:as\s+|with\s+)?")
+SCOPE_CUE_RE = re.compile(rf"{SCOPE_NOUN}\b|\b(?:categori[sz]ed|classified|tagged|labell?ed|filed)\b", re.I)
+LABEL_SEPARATOR = r"\s*(?:·|/|>|:|-|–|,)?\s*"  # "Deep Learning · Theory", "Deep Learning / Theory"
+
+
+def category_labels(categories: Sequence[str]) -> dict[str, list[str]]:
+    """Every way a category can be named → the filter values it stands for: the category, its
+    area ("Deep Learning"), its leaf ("Large Language Models", under every area that has it), and
+    each code of a list ("math.AC, math.AG")."""
+    labels: dict[str, set[str]] = {}
+    for category in categories:
+        codes = [category] if " · " in category else [c.strip() for c in category.split(",") if c.strip()]
+        for code in codes:
+            labels.setdefault(code.lower(), set()).add(code)
+            if " · " in code:
+                area, leaf = code.split(" · ", 1)
+                labels.setdefault(area.lower(), set()).add(area)
+                labels.setdefault(leaf.lower(), set()).add(code)
+    return {label: sorted(values) for label, values in labels.items()}
+
+
+def _label_pattern(label: str) -> str:
+    parts = [r"\s+".join(re.escape(w) for w in part.split()) for part in label.split(" · ")]
+    return r"(?<![\w.])" + LABEL_SEPARATOR.join(parts) + r"(?![\w.])"
+
+
+@dataclass
+class Scope:
+    categories: list[str]  # filter values
+    phrase: str  # as written, without the words around it
+    rest: str  # the message without the category and its cue words
+
+
+def named_categories(message: str, categories: Sequence[str]) -> Optional[Scope]:
+    """The categories `message` names as categories, or None. A label counts when a cue word
+    stands right before or after it ("the Robotics area", "category: Theory"), or, with a plural
+    cue ("the Applications and Robotics areas"), anywhere in the message."""
+    if not categories or not SCOPE_CUE_RE.search(message):
+        return None
+    labels = category_labels(categories)
+    patterns = {label: re.compile(_label_pattern(label), re.I) for label in labels}
+    alternation = "|".join(_label_pattern(l) for l in sorted(labels, key=len, reverse=True))
+    found = re.compile(
+        rf"(?:\b(?:in|from|under|within|of|on)\s+)?(?:the\s+)?(?P<before>{SCOPE_BEFORE})?[\"'“‘]?"
+        rf"(?P<label>{alternation})[\"'”’]?(?:\s+(?P<after>{SCOPE_NOUN})\b)?", re.I)
+    plural = bool(re.search(r"\b(?:categories|areas|sections|tracks|tags|labels)\b", message, re.I))
+    matches = [m for m in found.finditer(message) if m.group("before") or m.group("after") or plural]
+    if not matches:
+        return None
+    values: list[str] = []
+    for m in matches:
+        label = next(l for l, pat in patterns.items() if pat.fullmatch(m.group("label")))
+        values += [v for v in labels[label] if v not in values]
+    rest = message
+    for m in reversed(matches):
+        rest = rest[:m.start()] + " " + rest[m.end():]
+    phrase = " and ".join(m.group("label") for m in matches)
+    return Scope(values, phrase, re.sub(r"\s+", " ", rest).strip())
+
+
+def only_request_words(text: str) -> bool:
+    """Nothing but the request's own words ("Summarize this collection", "Which papers are in
+    the"): the request names no topic."""
+    return all(not _bare(w) or _bare(w) in REQUEST_WORDS for w in text.split())
+
+
 def parse(message: str, history: list[Turn], mode: Optional[str] = None,
-          describe: Callable[[str], str] = lambda pid: "") -> Query:
+          describe: Callable[[str], str] = lambda pid: "", categories: Sequence[str] = ()) -> Query:
     """The typed query of one message in its conversation. `describe(paper_id)` gives a paper's
-    text, for references by description ("the causal papers you mentioned")."""
+    text, for references by description ("the causal papers you mentioned"); `categories` are
+    the collection's, for a category named as one ("the papers in the Robotics area")."""
     message = message.strip()
     intent: Intent = mode if mode in MODES else detect_intent(message)
     refs = find_references(message, history, describe)
-    q = Query(message, intent, topic_of(message) if intent == "summary" else question_core(message),
-              asks_authors=bool(AUTHORS_RE.search(message)), parts=split_parts(message))
+    scope = named_categories(message, categories) if intent in ("question", "summary") else None
+    text = scope.rest if scope else message
+    if scope and only_request_words(text):
+        intent = "summary"  # "What is in the Robotics area?": the papers of that category
+    topic = topic_of(text) if intent == "summary" else question_core(text)
+    if intent == "summary" and only_request_words(topic):
+        topic = ""  # the whole scope: the collection, or the categories named or filtered
+    q = Query(message, intent, topic, asks_authors=bool(AUTHORS_RE.search(message)),
+              parts=split_parts(message), categories=scope.categories if scope else [],
+              scope=scope.phrase if scope else "")
     for f in refs:
         q.references.extend(p for p in f.ids if p not in q.references)
         q.unresolved = q.unresolved or f.unresolved
