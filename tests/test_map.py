@@ -343,3 +343,13 @@ def test_page_literature_table_screenshot(page, tmp_path):
     shot = Path(os.environ.get("PAPER_ASSISTANT_TABLE_SCREENSHOT") or tmp_path / "table.png")
     page.screenshot(path=str(shot), full_page=False)
     assert shot.stat().st_size > 10_000
+
+
+def test_the_map_module_imports_first():
+    """assistant.map imports answer.themes, whose package imports the planner, which uses the
+    map's clustering: imported first (as `ingest` does), the cycle must not break."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", "import assistant.map"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]

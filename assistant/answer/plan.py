@@ -14,7 +14,6 @@ from typing import Callable, Optional
 import numpy as np
 
 from ..config import Settings
-from ..map import central, kmeans
 from ..retrieve import Retriever
 from ..text import distinctive_tokens, terms
 from ..types import Filters, Hit, Intent, LiteratureTable, Paper, TableRow, Turn
@@ -192,6 +191,8 @@ class Planner:
         of each k-means theme (the collection map's clustering, on the same paper vectors)."""
         if len(ids) <= self.policy.summary_max:
             return ids
+        from ..map import central, kmeans  # here: assistant.map imports answer.themes (a cycle)
+
         vectors = self.store.paper_vectors(ids)
         vectors = vectors / (np.linalg.norm(vectors, axis=1, keepdims=True) + 1e-9)
         groups = kmeans(vectors, target_groups(len(ids), self.settings.max_themes))
