@@ -144,25 +144,29 @@ def summary_listing(topic: str, themes: list[tuple[str, list[Source]]], matching
 
 
 def overview_listing(scope: str, filtered: bool, themes: list[tuple[str, list[Source]]],
-                     matching: int, collection: int) -> str:
-    """An overview of the collection, a category named (`scope`) or the filtered papers."""
+                     matching: int, collection: int, sizes: Optional[list[int]] = None) -> str:
+    """An overview of the collection, a category named (`scope`) or the filtered papers;
+    `sizes`: how many papers each theme holds (said where more than are shown)."""
     shown = sum(len(g) for _, g in themes)
-    more = f"; the {shown} most central of its themes are below" if matching > shown else ""
+    more = (f"; its {len(themes)} themes are below, each with its most central papers"
+            if matching > shown else "")
     if scope:
         head = f"{matching:,} of the {collection:,} papers in this collection are in *{scope}*{more}."
     elif filtered:
         head = f"{matching:,} of the {collection:,} papers in this collection pass the filters{more}."
     else:
         head = f"This collection holds {collection:,} papers{more}."
-    return theme_lines(head, themes)
+    return theme_lines(head, themes, sizes)
 
 
-def theme_lines(head: str, themes: list[tuple[str, list[Source]]]) -> str:
+def theme_lines(head: str, themes: list[tuple[str, list[Source]]],
+                sizes: Optional[list[int]] = None) -> str:
     """A listing's first line, then its papers grouped by theme, one cited line each."""
     lines = [head, ""]
-    for theme, sources in themes:
+    for i, (theme, sources) in enumerate(themes):
+        size = sizes[i] if sizes else len(sources)
         if theme:
-            lines.append(f"**{theme}**")
+            lines.append(f"**{theme}**" + (f" ({size:,} papers)" if size > len(sources) else ""))
         for s in sources:
             # what the paper does says more in a listing than its opening sentence
             gist = aspect_sentences(s.paper).get("Approach") or (

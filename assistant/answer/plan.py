@@ -24,7 +24,7 @@ from .query import (Query, asks_previous_papers, paper_id_in, parse, shown_lists
 from .likelihood import SecondOpinion
 from .relevance import Judge, Judged, authors_named
 from .naming import named_in_abstract, names_paper, names_title, new_terms, title_names
-from .themes import Theme, target_groups, themes
+from .themes import Theme, target_groups, theme_name, themes
 
 SINGULAR_RE = re.compile(r"\b(which|what) (paper|work|article|study|method)\b|\bthe paper\b", re.I)
 PLURAL_RE = re.compile(r"\b(papers|works|studies|articles|any work|is there (any|work))\b", re.I)
@@ -155,15 +155,9 @@ class Planner:
             if not papers:
                 return self._refuse(plan, q, judged, filters)
         grouped = self._themes(papers, q.topic)
-        plan.sources = self._sources([p for t in grouped for p in t.papers], [q.topic], per_part=1)
-        by_id = {s.paper.paper_id: s for s in plan.sources}
-        themed = [(t.name, [by_id[p.paper_id] for p in t.papers]) for t in grouped]
-        plan.prefix = compose.summary_listing(q.topic, themed, matching, len(self.store.papers()),
-                                              q.scope)
-        plan.prompt = compose.summary_prompt(q.topic, themed)
-        plan.prose_heading = "**Synthesis.** "
-        plan.max_tokens = 45 * len(themed)
-        return plan
+        total = len(self.store.papers())
+        return self._themed(plan, grouped, q.topic, lambda themed: compose.summary_listing(
+            q.topic, themed, matching, total, q.scope))
 
     def _overview(self, plan: TurnPlan, q: Query, filters) -> TurnPlan:
         """Everything in scope (the collection, or the categories named or filtered), grouped
@@ -172,33 +166,48 @@ class Planner:
         ids = sorted(self.store.papers()) if allowed is None else sorted(allowed)
         if not ids:
             return self._refuse(plan, q, [], filters)
-        papers = [self.store.paper(i) for i in self._representatives(ids)]
-        plan.retrieved = [as_hit(p) for p in papers]
         scope = q.scope or ("the papers filtered" if allowed is not None else "this collection")
-        grouped = self._themes(papers, scope)
-        plan.sources = self._sources([p for t in grouped for p in t.papers], [scope], per_part=1)
-        by_id = {s.paper.paper_id: s for s in plan.sources}
-        themed = [(t.name, [by_id[p.paper_id] for p in t.papers]) for t in grouped]
-        plan.prefix = compose.overview_listing(q.scope, allowed is not None, themed, len(ids),
-                                               len(self.store.papers()))
-        plan.prompt = compose.summary_prompt(scope, themed)
-        plan.prose_heading = "**Synthesis.** "
-        plan.max_tokens = 45 * len(themed)
-        return plan
+        grouped, sizes = self._overview_themes(ids, scope)
+        plan.retrieved = [as_hit(p) for t in grouped for p in t.papers]
+        total = len(self.store.papers())
+        return self._themed(plan, grouped, scope, lambda themed: compose.overview_listing(
+            q.scope, allowed is not None, themed, len(ids), total, sizes))
 
-    def _representatives(self, ids: list[str]) -> list[str]:
-        """All of `ids` up to `summary_max`; beyond, the most central `overview_per_theme` papers
-        of each k-means theme (the collection map's clustering, on the same paper vectors)."""
+    def _overview_themes(self, ids: list[str], scope: str) -> tuple[list[Theme], list[int]]:
+        """The scope's themes and how many papers each holds. Up to `summary_max` papers: all of
+        them, grouped as a summary's are. Beyond: k-means themes of all of them (the collection
+        map's clustering, on the stored paper vectors), each shown by its `overview_per_theme`
+        most central papers and named from its twenty most central."""
+        papers = [self.store.paper(i) for i in ids]
         if len(ids) <= self.policy.summary_max:
-            return ids
+            grouped = self._themes(papers, scope)
+            return grouped, [len(t.papers) for t in grouped]
         from ..map import central, kmeans  # here: assistant.map imports answer.themes (a cycle)
 
         vectors = self.store.paper_vectors(ids)
         vectors = vectors / (np.linalg.norm(vectors, axis=1, keepdims=True) + 1e-9)
         groups = kmeans(vectors, target_groups(len(ids), self.settings.max_themes))
-        rows = [central(vectors, np.flatnonzero(groups == g), self.policy.overview_per_theme)
-                for g in range(int(groups.max()) + 1)]
-        return [ids[r] for part in rows for r in part.tolist()]
+        cores = [[papers[r] for r in central(vectors, np.flatnonzero(groups == g), 20).tolist()]
+                 for g in range(int(groups.max()) + 1)]
+        stats = self.store.corpus_stats()
+        # a theme of hundreds is broader than a summary's: its name needs a third of its core
+        named = [Theme(theme_name(core, [p for other in cores if other is not core for p in other],
+                                  scope, stats, min_share=1 / 3), core[: self.policy.overview_per_theme])
+                 for core in cores]
+        return named, np.bincount(groups).tolist()
+
+    def _themed(self, plan: TurnPlan, grouped: list[Theme], topic: str,
+                listing: Callable[[list[tuple[str, list[Source]]]], str]) -> TurnPlan:
+        """A summary's answer: sources numbered theme by theme, the listing written by
+        `listing(themed)`, and a prompt for one synthesis sentence per theme."""
+        plan.sources = self._sources([p for t in grouped for p in t.papers], [topic], per_part=1)
+        by_id = {s.paper.paper_id: s for s in plan.sources}
+        themed = [(t.name, [by_id[p.paper_id] for p in t.papers]) for t in grouped]
+        plan.prefix = listing(themed)
+        plan.prompt = compose.summary_prompt(topic, themed)
+        plan.prose_heading = "**Synthesis.** "
+        plan.max_tokens = 45 * len(themed)
+        return plan
 
     def _compare(self, q: Query, focus: list[Paper], filters) -> TurnPlan:
         plan = TurnPlan("compare", q.message)

@@ -30,7 +30,9 @@ problems study studies work recent improve improves improved empirical theoretic
 provides different various key main new simple general based enables enable allows high low
 including include includes using uses use used within without toward towards among whether
 thus yet instead rather many much several often still even given make makes made able
-while whereas since where which
+while whereas since where which through between against during upon
+theorem theorems prove proves proved proof proofs
+mathbb mathcal mathrm mathbf mathfrak operatorname frac emph
 """.split())
 
 
@@ -82,15 +84,16 @@ def phrases(paper: Paper) -> Counter:
     return out
 
 
-def theme_name(members: list[Paper], others: list[Paper], topic: str, stats: CorpusStats) -> str:
-    """Two phrases that recur in the theme's papers, are rare in the corpus and in the other
-    themes, and are not the topic's own words."""
+def theme_name(members: list[Paper], others: list[Paper], topic: str, stats: CorpusStats,
+               min_share: float = 0.5) -> str:
+    """Two phrases that recur in the theme's papers (in at least `min_share` of them), are rare
+    in the corpus and in the other themes, and are not the topic's own words."""
     topic_stems = {stem(t) for t in terms(topic)}
     counts = [phrases(p) for p in members]
     inside = Counter(ph for c in counts for ph in c)  # papers using the phrase
     tf = sum(counts, Counter())
     outside = Counter(ph for p in others for ph in phrases(p))
-    need = 2 if len(members) == 1 else max(2, math.ceil(len(members) / 2))
+    need = 2 if len(members) == 1 else max(2, math.ceil(len(members) * min_share))
     scored = []
     for phrase, n in inside.items():
         recurs = tf[phrase] if len(members) == 1 else n
