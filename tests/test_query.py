@@ -322,6 +322,21 @@ ARXIV_CATEGORIES = ["math.CO", "math.AC, math.AG", "math.PR, math.CO"]
     # a cue word with no label of this collection after or before it
     ("Which paper estimates the area under the ROC curve?", "question",
      "Which paper estimates the area under the ROC curve?", []),
+    # how people write labels: acronyms, separators without spaces, "and" as a slash, a full
+    # label with no cue word, the cue in brackets, a full stop right after the label
+    ("LLM category only", "summary", "", ["Deep Learning · Large Language Models"]),
+    ("list the General ML area", "summary", "", ["General Machine Learning"]),
+    ("papers in the health/medicine category", "summary", "", ["Applications · Health / Medicine"]),
+    ("Within Social Aspects · Security, anything on backdoors?", "question", "anything on backdoors?",
+     ["Social Aspects · Security"]),
+    ("what's under General Machine Learning (the area)?", "summary", "", ["General Machine Learning"]),
+    ("Please list the papers of the categories Theory and Robotics.", "summary", "",
+     ["Deep Learning · Theory", "Applications · Robotics"]),
+    ("Can you pull up the Deep Learning / Theory track pls", "summary", "", ["Deep Learning · Theory"]),
+    # the collection itself, however asked; a message that points at a paper never is
+    ("How many papers are there in total, and roughly what are they about?", "summary", "", []),
+    ("hey, new here - what kind of research is in this set?", "summary", "", []),
+    ("Tell me more about the survey one.", "summary", "more about the survey one", []),
 ])
 def test_a_category_named_as_such_is_a_filter_and_not_a_topic(message, intent, topic, categories):
     q = parse(message, [], categories=SEED_CATEGORIES)

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
-from ..text import stems, terms
+from ..text import STOPWORDS, stems, terms
 from ..types import Intent, Turn
 from .sides import compare_targets
 
@@ -274,8 +274,11 @@ def described(ids: list[str], words: str, describe: Callable[[str], str]) -> lis
 SCOPE_NOUN = r"(?:categor(?:y|ies)|areas?|sections?|tracks?|subject areas?|tags?|labels?)"
 SCOPE_BEFORE = (rf"\b{SCOPE_NOUN}\s*:?\s*|\b(?:categori[sz]ed|classified|filed|listed)\s+(?:as|under|in)\s+|"
                 r"\b(?:tagged|labell?ed)\s+(?:as\s+|with\s+)?")
-SCOPE_CUE_RE = re.compile(rf"{SCOPE_NOUN}\b|\b(?:categori[sz]ed|classified|tagged|labell?ed|filed)\b", re.I)
+SCOPE_AFTER = rf"\s*\(?\s*(?:the\s+)?{SCOPE_NOUN}\b\)?"  # "the Robotics area", "Theory (the category)"
+SCOPE_CUE_RE = re.compile(rf"{SCOPE_NOUN}\b|\b(?:categori[sz]ed|classified|tagged|labell?ed|filed)\b|·", re.I)
 LABEL_SEPARATOR = r"\s*(?:·|/|>|:|-|–|,)?\s*"  # "Deep Learning · Theory", "Deep Learning / Theory"
+AND_WORDS = r"(?:and|&|/|,|\+)"  # "Zero-order and Black-box" as "zero-order / black-box"
+MINOR_WORDS = {"and", "of", "the", "for", "in", "on"}
 
 
 def category_labels(categories: Sequence[str]) -> dict[str, list[str]]:
@@ -294,9 +297,35 @@ def category_labels(categories: Sequence[str]) -> dict[str, list[str]]:
     return {label: sorted(values) for label, values in labels.items()}
 
 
+def _words_pattern(text: str) -> str:
+    """A label's words, however spaced or joined: "Health / Medicine" as "health/medicine",
+    "Zero-order and Black-box Optimization" as "zero-order / black-box optimization"."""
+    out = []
+    for token in re.findall(r"[\w.'-]+|[^\w\s]", text):
+        if token.lower() == "and" or not re.search(r"\w", token):
+            out.append(rf"\s*{AND_WORDS}?\s*")
+        else:
+            out.append(rf"{re.escape(token)}\s*")
+    pattern = "".join(out).replace(r"\s*\s*", r"\s*")
+    return pattern[: -len(r"\s*")] if pattern.endswith(r"\s*") else pattern
+
+
+def _acronyms(text: str) -> list[str]:
+    """How researchers shorten a label of several words: "Large Language Models" → "LLMs?",
+    "Computer Vision" → "CV", "General Machine Learning" → "General ML" or "GML"."""
+    words = [w for w in re.findall(r"[A-Za-z][\w-]*", text) if w.lower() not in MINOR_WORDS]
+    if len(words) < 2:
+        return []
+    return [r"\s+".join(re.escape(w) for w in words[:i]) + (r"\s+" if i else "")
+            + "".join(w[0] for w in words[i:]) + "s?" for i in range(len(words) - 1)]
+
+
 def _label_pattern(label: str) -> str:
-    parts = [r"\s+".join(re.escape(w) for w in part.split()) for part in label.split(" · ")]
-    return r"(?<![\w.])" + LABEL_SEPARATOR.join(parts) + r"(?![\w.])"
+    forms = [LABEL_SEPARATOR.join(_words_pattern(part) for part in label.split(" · "))]
+    forms += _acronyms(label) if " · " not in label else []
+    # whole words, where a dot inside a code counts as a letter ("math.CO", not "math.COMB"),
+    # but not a full stop ("… the Robotics category." / "papers on Robotics.")
+    return r"(?<!\w)(?<!\w\.)(?:" + "|".join(forms) + r")(?!\w)(?!\.\w)"
 
 
 @dataclass
@@ -308,8 +337,9 @@ class Scope:
 
 def named_categories(message: str, categories: Sequence[str]) -> Optional[Scope]:
     """The categories `message` names as categories, or None. A label counts when a cue word
-    stands right before or after it ("the Robotics area", "category: Theory"), or, with a plural
-    cue ("the Applications and Robotics areas"), anywhere in the message."""
+    stands right before or after it ("the Robotics area", "category: Theory"), when it is a full
+    "Area · Category" label (no one writes that as a topic), or, with a plural cue ("the
+    Applications and Robotics areas"), anywhere in the message."""
     if not categories or not SCOPE_CUE_RE.search(message):
         return None
     labels = category_labels(categories)
@@ -317,26 +347,60 @@ def named_categories(message: str, categories: Sequence[str]) -> Optional[Scope]
     alternation = "|".join(_label_pattern(l) for l in sorted(labels, key=len, reverse=True))
     found = re.compile(
         rf"(?:\b(?:in|from|under|within|of|on)\s+)?(?:the\s+)?(?P<before>{SCOPE_BEFORE})?[\"'“‘]?"
-        rf"(?P<label>{alternation})[\"'”’]?(?:\s+(?P<after>{SCOPE_NOUN})\b)?", re.I)
+        rf"(?P<label>{alternation})[\"'”’]?(?P<after>{SCOPE_AFTER})?", re.I)
     plural = bool(re.search(r"\b(?:categories|areas|sections|tracks|tags|labels)\b", message, re.I))
-    matches = [m for m in found.finditer(message) if m.group("before") or m.group("after") or plural]
+    matches = []
+    for m in found.finditer(message):
+        label = next(l for l, pat in patterns.items() if pat.fullmatch(m.group("label")))
+        if m.group("before") or m.group("after") or plural or " · " in label:
+            matches.append((m, label))
     if not matches:
         return None
     values: list[str] = []
-    for m in matches:
-        label = next(l for l, pat in patterns.items() if pat.fullmatch(m.group("label")))
+    for _, label in matches:
         values += [v for v in labels[label] if v not in values]
     rest = message
-    for m in reversed(matches):
+    for m, _ in reversed(matches):
         rest = rest[:m.start()] + " " + rest[m.end():]
-    phrase = " and ".join(m.group("label") for m in matches)
-    return Scope(values, phrase, re.sub(r"\s+", " ", rest).strip())
+    phrase = " and ".join(m.group("label") for m, _ in matches)
+    return Scope(values, phrase, re.sub(r"\s+", " ", rest).strip(" ,;:—–-"))
+
+
+# Words that ask about a collection as a whole ("Give me a quick tour of the whole set of
+# papers", "tl;dr of all the papers pls"), beyond the request words; with one of SCOPE_WORDS and
+# nothing else, a message asks for an overview of everything in scope.
+OVERVIEW_WORDS = set("""
+pls plz pull up see show tour whole set kind kinds sort sorts represented big picture describe
+breakdown high-level level tl dr start opened open just how many much total roughly overall
+browse look glance stuff things thing topic subjects fields field covered everything anything
+contents content quick quickly got get here's where should could i'd i'm me my now first
+to it they listed like u hey new come across dump full list titles authors trend trends
+tag tags category categories area section sections track tracks label labels only
+""".split())
+SCOPE_WORDS = {"collection", "corpus", "library", "paper", "papers", "everything", "set", "here", "database"}
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in re.findall(r"[\w'-]+", text.lower().replace("’", "'")) if re.search(r"\w", w)]
+
+
+# "Tell me more about the survey one": words that point at a paper shown before, even when
+# nothing was shown; such a message names something, it never asks for everything.
+POINTING_WORDS = {"one", "ones", "former", "latter", "other", "second", "third", "last"}
 
 
 def only_request_words(text: str) -> bool:
     """Nothing but the request's own words ("Summarize this collection", "Which papers are in
-    the"): the request names no topic."""
-    return all(not _bare(w) or _bare(w) in REQUEST_WORDS for w in text.split())
+    the", "Can you pull up", "papers +"): the request names no topic."""
+    words = _words(text)
+    return not POINTING_WORDS & set(words) and all(
+        w in REQUEST_WORDS or w in OVERVIEW_WORDS or w in STOPWORDS for w in words)
+
+
+def asks_for_everything(text: str) -> bool:
+    """A message about the collection itself ("How many papers are there, and what are they
+    about?"), with no research topic in it."""
+    return any(w in SCOPE_WORDS for w in _words(text)) and only_request_words(text)
 
 
 def parse(message: str, history: list[Turn], mode: Optional[str] = None,
@@ -349,10 +413,11 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     refs = find_references(message, history, describe)
     scope = named_categories(message, categories) if intent in ("question", "summary") else None
     text = scope.rest if scope else message
-    if scope and only_request_words(text):
-        intent = "summary"  # "What is in the Robotics area?": the papers of that category
+    if intent == "question" and not refs and (
+            (scope and only_request_words(text)) or asks_for_everything(text)):
+        intent = "summary"  # "What is in the Robotics area?", "What's here?": an overview
     topic = topic_of(text) if intent == "summary" else question_core(text)
-    if intent == "summary" and only_request_words(topic):
+    if intent == "summary" and not refs and (only_request_words(topic) or asks_for_everything(text)):
         topic = ""  # the whole scope: the collection, or the categories named or filtered
     q = Query(message, intent, topic, asks_authors=bool(AUTHORS_RE.search(message)),
               parts=split_parts(message), categories=scope.categories if scope else [],
