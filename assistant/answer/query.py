@@ -373,7 +373,7 @@ OVERVIEW_WORDS = set("""
 pls plz pull up see show tour whole set kind kinds sort sorts represented big picture describe
 breakdown high-level level tl dr start opened open just how many much total roughly overall
 browse look glance stuff things thing topic subjects fields field covered everything anything
-contents content quick quickly got get here's where should could i'd i'm me my now first
+contents content quick quickly got get here's where should could i'd i'm me my now
 to it they listed like u hey new come across dump full list titles authors trend trends
 tag tags category categories area section sections track tracks label labels only
 """.split())
@@ -386,7 +386,7 @@ def _words(text: str) -> list[str]:
 
 # "Tell me more about the survey one": words that point at a paper shown before, even when
 # nothing was shown; such a message names something, it never asks for everything.
-POINTING_WORDS = {"one", "ones", "former", "latter", "other", "second", "third", "last"}
+POINTING_WORDS = {"one", "ones", "first", "former", "latter", "other", "second", "third", "last"}
 
 
 def only_request_words(text: str) -> bool:
