@@ -178,6 +178,11 @@ class Settings(BaseSettings):
     llm_server_parallel: int = Field(0, ge=0, le=64)
     theme_similarity: float = 0.45  # a summary's themes: groups of papers at least this similar (cosine)
     max_themes: int = 6
+    # an overview of more than summary_max papers names each k-means theme from its most central
+    # papers, by phrases that recur in this share of them (a summary's themes need half: a theme
+    # of hundreds is broader)
+    overview_name_papers: int = 20
+    overview_name_share: float = 1 / 3
     compare_max: int = 4
     evidence_sentences: int = 2  # sentences of each paper given to the model (time to first token)
     relevance: RelevancePolicy = Field(default_factory=RelevancePolicy)

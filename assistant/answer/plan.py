@@ -177,7 +177,7 @@ class Planner:
         """The scope's themes and how many papers each holds. Up to `summary_max` papers: all of
         them, grouped as a summary's are. Beyond: k-means themes of all of them (the collection
         map's clustering, on the stored paper vectors), each shown by its `overview_per_theme`
-        most central papers and named from its twenty most central."""
+        most central papers and named from its `overview_name_papers` most central."""
         papers = [self.store.paper(i) for i in ids]
         if len(ids) <= self.policy.summary_max:
             grouped = self._themes(papers, scope)
@@ -187,12 +187,12 @@ class Planner:
         vectors = self.store.paper_vectors(ids)
         vectors = vectors / (np.linalg.norm(vectors, axis=1, keepdims=True) + 1e-9)
         groups = kmeans(vectors, target_groups(len(ids), self.settings.max_themes))
-        cores = [[papers[r] for r in central(vectors, np.flatnonzero(groups == g), 20).tolist()]
+        core_size = self.settings.overview_name_papers
+        cores = [[papers[r] for r in central(vectors, np.flatnonzero(groups == g), core_size).tolist()]
                  for g in range(int(groups.max()) + 1)]
-        stats = self.store.corpus_stats()
-        # a theme of hundreds is broader than a summary's: its name needs a third of its core
+        stats, share = self.store.corpus_stats(), self.settings.overview_name_share
         named = [Theme(theme_name(core, [p for other in cores if other is not core for p in other],
-                                  scope, stats, min_share=1 / 3), core[: self.policy.overview_per_theme])
+                                  scope, stats, min_share=share), core[: self.policy.overview_per_theme])
                  for core in cores]
         return named, np.bincount(groups).tolist()
 
