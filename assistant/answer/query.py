@@ -271,7 +271,10 @@ def described(ids: list[str], words: str, describe: Callable[[str], str]) -> lis
 # tagged math.CO": a category of the collection named *as a category* selects papers by their
 # label, as the page's category filter does. Without such a word ("papers about large language
 # models") the words are a topic, judged by meaning, and the labels are never the selection.
-SCOPE_NOUN = r"(?:categor(?:y|ies)|areas?|sections?|tracks?|subject areas?|tags?|labels?)"
+SCOPE_NOUNS = ("category", "categories", "area", "areas", "section", "sections", "track", "tracks",
+               "tag", "tags", "label", "labels")
+SCOPE_NOUN = rf"(?:{'|'.join(SCOPE_NOUNS)}|subject areas?)"
+PLURAL_SCOPE_RE = re.compile(rf"\b(?:{'|'.join(n for n in SCOPE_NOUNS if n.endswith('s'))})\b", re.I)
 SCOPE_BEFORE = (rf"\b{SCOPE_NOUN}\s*:?\s*|\b(?:categori[sz]ed|classified|filed|listed)\s+(?:as|under|in)\s+|"
                 r"\b(?:tagged|labell?ed)\s+(?:as\s+|with\s+)?")
 SCOPE_AFTER = rf"\s*\(?\s*(?:the\s+)?{SCOPE_NOUN}\b\)?"  # "the Robotics area", "Theory (the category)"
@@ -348,7 +351,7 @@ def named_categories(message: str, categories: Sequence[str]) -> Optional[Scope]
     found = re.compile(
         rf"(?:\b(?:in|from|under|within|of|on)\s+)?(?:the\s+)?(?P<before>{SCOPE_BEFORE})?[\"'“‘]?"
         rf"(?P<label>{alternation})[\"'”’]?(?P<after>{SCOPE_AFTER})?", re.I)
-    plural = bool(re.search(r"\b(?:categories|areas|sections|tracks|tags|labels)\b", message, re.I))
+    plural = bool(PLURAL_SCOPE_RE.search(message))
     matches = []
     for m in found.finditer(message):
         label = next(l for l, pat in patterns.items() if pat.fullmatch(m.group("label")))
@@ -374,9 +377,8 @@ pls plz pull up see show tour whole set kind kinds sort sorts represented big pi
 breakdown high-level level tl dr start opened open just how many much total roughly overall
 browse look glance stuff things thing topic subjects fields field covered everything anything
 contents content quick quickly got get here's where should could i'd i'm me my now
-to it they listed like u hey new come across dump full list titles authors trend trends
-tag tags category categories area section sections track tracks label labels only
-""".split())
+to it they listed like u hey new come across dump full list titles authors trend trends only
+""".split()) | set(SCOPE_NOUNS)
 SCOPE_WORDS = {"collection", "corpus", "library", "paper", "papers", "everything", "set", "here", "database"}
 
 
@@ -417,7 +419,7 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
             (scope and only_request_words(text)) or asks_for_everything(text)):
         intent = "summary"  # "What is in the Robotics area?", "What's here?": an overview
     topic = topic_of(text) if intent == "summary" else question_core(text)
-    if intent == "summary" and not refs and (only_request_words(topic) or asks_for_everything(text)):
+    if intent == "summary" and not refs and only_request_words(topic):
         topic = ""  # the whole scope: the collection, or the categories named or filtered
     q = Query(message, intent, topic, asks_authors=bool(AUTHORS_RE.search(message)),
               parts=split_parts(message), categories=scope.categories if scope else [],
