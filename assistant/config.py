@@ -46,6 +46,9 @@ class RelevancePolicy(BaseModel):
     max_papers: int = Field(3, description="Papers an ordinary question's answer may cite.")
     max_papers_plural: int = Field(5, description="Papers a question asking for papers may cite.")
     offered: int = Field(2, description="Closest papers a refusal offers as choices (never cited).")
+    categories_listed: int = Field(
+        12, description="A message names a category the collection lacks ('the NLP area'): the note "
+                        "saying so lists the collection's categories when there are at most this many.")
     rewrite: bool = Field(
         False, description="Before refusing, ask the model to rewrite the question in a paper's "
                            "terms and judge again (off: measured +2% recall for +2% false answers "

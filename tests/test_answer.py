@@ -158,6 +158,20 @@ def test_a_category_named_as_such_lists_exactly_its_papers(pa, message):
     assert f"5 of the 20 papers in this collection are in *" in answer.answer
 
 
+def test_a_category_the_collection_lacks_is_said_to_be_missing_and_read_as_a_topic(pa):
+    answer = pa.ask("Summarize the papers in the Causal Inference category")
+    assert answer.intent == "summary" and not answer.abstained  # read as the topic "Causal Inference"
+    assert {c.category for c in answer.citations} == {"General Machine Learning · Causality"}
+    note = next(n for n in answer.notices if "Causal Inference" in n)
+    assert note.startswith("No category of this collection is called “Causal Inference”")
+    assert all(c in note for c in pa.store.corpus_stats().categories)  # the 10 it has, to try next
+
+
+def test_one_paper_of_a_category_is_counted_in_the_singular(pa):
+    answer = pa.ask("What is in the Security area?")
+    assert len(answer.citations) == 1 and "1 of the 20 papers in this collection is in *" in answer.answer
+
+
 def test_the_request_filter_wins_over_a_category_the_message_names(pa):
     answer = pa.ask("Which papers are in the Applications area?", filters=Filters(categories=["Social Aspects"]))
     assert answer.citations and all(c.category.startswith("Social Aspects") for c in answer.citations)

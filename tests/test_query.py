@@ -363,3 +363,31 @@ def test_every_way_of_naming_a_category_maps_to_filter_values():
 def test_no_categories_no_scope():
     assert named_categories("Which papers are in the Robotics area?", []) is None
     assert parse("Which papers are in the Robotics area?", []).categories == []
+
+
+@pytest.mark.parametrize("message,intent,topic,unknown", [
+    # a label the collection lacks, named as a category: a topic, without the cue word
+    ("Which papers are in the NLP area?", "summary", "NLP", "NLP"),
+    ("Summarize the papers in the Computer Vision category", "summary", "Computer Vision", "Computer Vision"),
+    ("What does the Reinforcement Learning track cover?", "summary", "Reinforcement Learning",
+     "Reinforcement Learning"),
+    ("List the papers tagged cs.CL", "summary", "cs.CL", "cs.CL"),
+    ("The NLP area: anything?", "summary", "NLP", "NLP"),
+    # more asked than the category, lower-case words, a possessive, or a cue word with no label:
+    # as written, no note
+    ("Which paper in the Vision area uses diffusion?", "question", "Which paper in the Vision area uses diffusion?",
+     ""),
+    ("Is there evidence that marmosets have a region homologous to Broca's area?", "question",
+     "marmosets have a region homologous to Broca's area?", ""),
+    ("Summarize the papers on neurons in the CA1 area of the hippocampus", "summary",
+     "neurons in the CA1 area of the hippocampus", ""),
+    ("Papers in the object tracking area?", "question", "Papers in the object tracking area?", ""),
+    ("Which paper estimates the area under the ROC curve?", "question",
+     "Which paper estimates the area under the ROC curve?", ""),
+    ("Which area does the Top-W paper belong to?", "question", "Which area does the Top-W paper belong to?", ""),
+    # a category the collection has is a filter, never an unknown one
+    ("Which papers are in the Robotics area?", "summary", "", ""),
+])
+def test_a_category_the_collection_lacks_is_read_as_a_topic(message, intent, topic, unknown):
+    q = parse(message, [], categories=SEED_CATEGORIES)
+    assert (q.intent, q.topic, q.unknown_category) == (intent, topic, unknown)

@@ -132,6 +132,11 @@ def compare_table(sources: list[Source]) -> str:
     return "\n".join([header, rule, *rows])
 
 
+def share(matching: int, collection: int) -> str:
+    """"3 of the 20 papers in this collection are" ("1 … is")."""
+    return f"{matching:,} of the {collection:,} papers in this collection {'is' if matching == 1 else 'are'}"
+
+
 def summary_listing(topic: str, themes: list[tuple[str, list[Source]]], matching: int,
                     collection: int, scope: str = "") -> str:
     """How many papers match (in the categories named, `scope`), then the papers grouped by
@@ -139,7 +144,7 @@ def summary_listing(topic: str, themes: list[tuple[str, list[Source]]], matching
     shown = sum(len(g) for _, g in themes)
     more = f"; the {shown} most relevant are below" if matching > shown else ""
     within = f" in *{scope}*" if scope else ""
-    return theme_lines(f"{matching:,} of the {collection:,} papers in this collection are about "
+    return theme_lines(f"{share(matching, collection)} about "
                        f"*{shorten(topic, 12)}*{within}{more}.", themes)
 
 
@@ -151,9 +156,10 @@ def overview_listing(scope: str, filtered: bool, themes: list[tuple[str, list[So
     more = (f"; its {len(themes)} themes are below, each with its most central papers"
             if matching > shown else "")
     if scope:
-        head = f"{matching:,} of the {collection:,} papers in this collection are in *{scope}*{more}."
+        head = f"{share(matching, collection)} in *{scope}*{more}."
     elif filtered:
-        head = f"{matching:,} of the {collection:,} papers in this collection pass the filters{more}."
+        head = (f"{matching:,} of the {collection:,} papers in this collection "
+                f"{'passes' if matching == 1 else 'pass'} the filters{more}.")
     else:
         head = f"This collection holds {collection:,} papers{more}."
     return theme_lines(head, themes, sizes)
@@ -235,6 +241,16 @@ def refusal(intent: str, topic: str, offered: list[Paper], filtered: bool = Fals
     return text
 
 
+def unknown_category(label: str, categories: list[str], listed: int) -> str:
+    """A category the message named that the collection does not have: it was read as a topic;
+    name the categories there are (up to `listed`), so the next try can use one."""
+    if not categories:
+        return f"The papers in this collection carry no categories, so I read “{label}” as a topic."
+    names = "; ".join(categories) if len(categories) <= listed else (
+        f"{len(categories):,} of them, listed by the page's Category filter")
+    return f"No category of this collection is called “{label}”, so I read it as a topic. Its categories: {names}."
+
+
 def closest_list(papers: list[Paper], heading: str) -> str:
     lines = [heading] + [f"{i}. *{shorten(p.title, 14)}*" + (f" — {p.author_line(2)}" if p.authors else "")
                          for i, p in enumerate(papers, 1)]
@@ -297,7 +313,7 @@ def table_intro(topic: str, rows: int, matching: int, collection: int) -> str:
     """How many papers the table covers, and what its cells are."""
     if topic and matching:
         more = f"; the {rows} most relevant are below" if matching > rows else ""
-        lead = (f"{matching} of the {collection} papers in this collection are about "
+        lead = (f"{share(matching, collection)} about "
                 f"*{shorten(topic, 12)}*{more}.")
     else:
         lead = f"A table of the {rows} paper{'s' * (rows != 1)}."

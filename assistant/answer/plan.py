@@ -70,9 +70,16 @@ class Planner:
 
     def _plan(self, message: str, history: list[Turn], mode: Optional[str],
               filters: Optional[Filters], k: Optional[int]) -> TurnPlan:
-        q = parse(message, history, mode, describe=self._describe,
-                  categories=sorted(self.store.corpus_stats().categories))
-        filters = scoped(filters, q)
+        categories = sorted(self.store.corpus_stats().categories)
+        q = parse(message, history, mode, describe=self._describe, categories=categories)
+        plan = self._route(q, history, scoped(filters, q), k)
+        if q.unknown_category:  # "the NLP area" in a collection without one: say how it was read
+            plan.notices.append(compose.unknown_category(q.unknown_category, categories,
+                                                         self.policy.categories_listed))
+        return plan
+
+    def _route(self, q: Query, history: list[Turn], filters: Optional[Filters],
+               k: Optional[int]) -> TurnPlan:
         focus = [p for p in (self.store.paper(i) for i in q.references) if p is not None]
         if q.unresolved:
             return self._unresolved(q, history)

@@ -123,6 +123,7 @@ class Query:
     asks_authors: bool = False
     categories: list[str] = field(default_factory=list)  # categories named as such: a filter
     scope: str = ""  # how the message named them ("the Applications area")
+    unknown_category: str = ""  # a category named as one that the collection lacks ("the NLP area")
 
 
 def detect_intent(message: str) -> Intent:
@@ -369,6 +370,33 @@ def named_categories(message: str, categories: Sequence[str]) -> Optional[Scope]
     return Scope(values, phrase, re.sub(r"\s+", " ", rest).strip(" ,;:—–-"))
 
 
+# A label written as a category's name: capitalised words or an acronym ("Security", "NLP",
+# "Computer Vision"), or an arXiv-style code ("cs.CL"), joined by spaces, "and", "&" or "/".
+LABEL_WORD = r"(?:[A-Z][\w'+-]*|[a-z]+\.[A-Za-z][\w.-]*)"
+LABEL_WORDS = rf"{LABEL_WORD}(?:(?:\s+(?:and|&)\s+|\s*/\s*|\s+){LABEL_WORD}){{0,3}}"
+UNKNOWN_LABEL_RE = re.compile(
+    rf"(?<![\w.])(?P<label>{LABEL_WORDS})(?i:{SCOPE_AFTER})|(?i:{SCOPE_BEFORE})(?P<label2>{LABEL_WORDS})")
+
+
+def unknown_category(message: str) -> Optional[Scope]:
+    """A request for a whole category that the collection lacks ("Which papers are in the NLP
+    area?", "List the papers tagged cs.CL"; named_categories found none of its own): the label,
+    and the message without its cue word, so that "area" or "tagged" is not taken for a topic
+    term. Only when nothing but request words is left around the label, and only capitalised
+    words or codes count as one: "the object tracking area", "Broca's area" and "the CA1 area of
+    the hippocampus" stay as written."""
+    for m in UNKNOWN_LABEL_RE.finditer(message):
+        words = (m.group("label") or m.group("label2")).split()
+        while words and _bare(words[0]) in STOPWORDS | REQUEST_WORDS:
+            words.pop(0)  # "Which area", "The NLP area"
+        around = message[:m.start()] + " " + message[m.end():]
+        if words and only_request_words(around):
+            label = " ".join(words)
+            rest = re.sub(r"\s+", " ", message[:m.start()] + " " + label + " " + message[m.end():])
+            return Scope([], label, re.sub(r"\s+([?.!,:;])", r"\1", rest).strip(" ,;:—–-"))
+    return None
+
+
 # Words that ask about a collection as a whole ("Give me a quick tour of the whole set of
 # papers", "tl;dr of all the papers pls"), beyond the request words; with one of SCOPE_WORDS and
 # nothing else, a message asks for an overview of everything in scope.
@@ -414,16 +442,18 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     intent: Intent = mode if mode in MODES else detect_intent(message)
     refs = find_references(message, history, describe)
     scope = named_categories(message, categories) if intent in ("question", "summary") else None
-    text = scope.rest if scope else message
+    unknown = unknown_category(message) if intent in ("question", "summary") and not scope else None
+    text = scope.rest if scope else unknown.rest if unknown else message
     if intent == "question" and not refs and (
-            (scope and only_request_words(text)) or asks_for_everything(text)):
+            (scope and only_request_words(text)) or asks_for_everything(text)
+            or unknown):
         intent = "summary"  # "What is in the Robotics area?", "What's here?": an overview
     topic = topic_of(text) if intent == "summary" else question_core(text)
     if intent == "summary" and not refs and only_request_words(topic):
         topic = ""  # the whole scope: the collection, or the categories named or filtered
     q = Query(message, intent, topic, asks_authors=bool(AUTHORS_RE.search(message)),
               parts=split_parts(message), categories=scope.categories if scope else [],
-              scope=scope.phrase if scope else "")
+              scope=scope.phrase if scope else "", unknown_category=unknown.phrase if unknown else "")
     for f in refs:
         q.references.extend(p for p in f.ids if p not in q.references)
         q.unresolved = q.unresolved or f.unresolved
