@@ -379,6 +379,8 @@ def test_no_categories_no_scope():
      ""),
     ("Is there evidence that marmosets have a region homologous to Broca's area?", "question",
      "marmosets have a region homologous to Broca's area?", ""),
+    ("Which papers are about Broca's area?", "summary", "Broca's area", ""),
+    ("Any papers on housing prices in the Bay Area?", "question", "Any papers on housing prices in the Bay Area?", ""),
     ("Summarize the papers on neurons in the CA1 area of the hippocampus", "summary",
      "neurons in the CA1 area of the hippocampus", ""),
     ("Papers in the object tracking area?", "question", "Papers in the object tracking area?", ""),

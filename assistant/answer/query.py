@@ -371,11 +371,12 @@ def named_categories(message: str, categories: Sequence[str]) -> Optional[Scope]
 
 
 # A label written as a category's name: capitalised words or an acronym ("Security", "NLP",
-# "Computer Vision"), or an arXiv-style code ("cs.CL"), joined by spaces, "and", "&" or "/".
-LABEL_WORD = r"(?:[A-Z][\w'+-]*|[a-z]+\.[A-Za-z][\w.-]*)"
+# "Computer Vision"), or an arXiv-style code ("cs.CL"), joined by spaces, "and", "&" or "/"; no
+# possessive ("Broca's area"). A cue word after it is lower-case: "the Bay Area" is a name.
+LABEL_WORD = r"(?:[A-Z][\w+-]*|[a-z]+\.[A-Za-z][\w.-]*)(?!['’])"
 LABEL_WORDS = rf"{LABEL_WORD}(?:(?:\s+(?:and|&)\s+|\s*/\s*|\s+){LABEL_WORD}){{0,3}}"
 UNKNOWN_LABEL_RE = re.compile(
-    rf"(?<![\w.])(?P<label>{LABEL_WORDS})(?i:{SCOPE_AFTER})|(?i:{SCOPE_BEFORE})(?P<label2>{LABEL_WORDS})")
+    rf"(?<![\w.'’])(?P<label>{LABEL_WORDS}){SCOPE_AFTER}|(?i:{SCOPE_BEFORE})(?P<label2>{LABEL_WORDS})")
 
 
 def unknown_category(message: str) -> Optional[Scope]:
@@ -445,8 +446,7 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     unknown = unknown_category(message) if intent in ("question", "summary") and not scope else None
     text = scope.rest if scope else unknown.rest if unknown else message
     if intent == "question" and not refs and (
-            (scope and only_request_words(text)) or asks_for_everything(text)
-            or unknown):
+            (scope and only_request_words(text)) or asks_for_everything(text) or unknown):
         intent = "summary"  # "What is in the Robotics area?", "What's here?": an overview
     topic = topic_of(text) if intent == "summary" else question_core(text)
     if intent == "summary" and not refs and only_request_words(topic):
