@@ -2,13 +2,17 @@
 
     .venv/bin/python benchmarks/category_requests.py [FILE.jsonl ...] [--show]
 
-Each line: {"id", "kind", "message", "expect_categories": [filter values], "expect_topic_empty"}.
+Each line: {"id", "kind", "message", "expect_categories": [filter values], "expect_topic_empty"}
+and/or "expect_unknown": a category named as one that the collection lacks ("" when none).
 The default files (benchmarks/questions/seed_category_requests_{1,2,3}.jsonl) were written by
 three helper sessions that saw neither the code nor its tests, over the seed corpus's ten
 categories, one after another: set 1 was measured and then read to mend the parser, set 2 was
-measured blind after that and read in turn, set 3 only measured (figures in README). Prints, per
-file and kind, how often the categories read from the message are exactly the expected ones, how
-often "no topic" (an overview of the scope) is read as expected, and both together.
+measured blind after that and read in turn, set 3 only measured (figures in README). Sets 4 and 5
+(also blind, by two more helpers) ask for categories the collection lacks ("the NLP area"): set 4
+was measured and then read to mend `unknown_category`, set 5 only measured. Prints, per file and
+kind, how often the categories read from the message are exactly the expected ones, how often "no
+topic" (an overview of the scope) and the category the collection lacks are read as expected, and
+all of them together.
 """
 from __future__ import annotations
 
@@ -44,27 +48,37 @@ def main() -> int:
     return 0
 
 
-def score(path: Path, categories: list[str], show: bool) -> dict[str, list[tuple[bool, bool]]]:
-    rows: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+def checks(item: dict, q) -> dict[str, bool]:
+    """The measures an item defines: the categories read as a filter, "no topic" (an overview),
+    and the category named that the collection lacks ("the NLP area"; "" when none)."""
+    out = {"categories": sorted(q.categories) == sorted(item["expect_categories"])}
+    if "expect_topic_empty" in item:
+        out["no-topic"] = (q.topic == "") == item["expect_topic_empty"]
+    if "expect_unknown" in item:
+        out["unknown"] = q.unknown_category.strip().lower() == item["expect_unknown"].strip().lower()
+    return out
+
+
+def score(path: Path, categories: list[str], show: bool) -> dict[str, list[dict[str, bool]]]:
+    rows: dict[str, list[dict[str, bool]]] = defaultdict(list)
     for line in path.read_text().splitlines():
         item = json.loads(line)
         q = parse(item["message"], [], categories=categories)
-        cats_ok = sorted(q.categories) == sorted(item["expect_categories"])
-        empty_ok = (q.topic == "") == item["expect_topic_empty"]
-        rows[item["kind"]].append((cats_ok, empty_ok))
-        rows["all"].append((cats_ok, empty_ok))
-        if show and not (cats_ok and empty_ok):
+        right = checks(item, q)
+        rows[item["kind"]].append(right)
+        rows["all"].append(right)
+        if show and not all(right.values()):
             print(f"  {item['id']} {item['kind']}: {item['message']!r} -> categories {q.categories}, "
-                  f"topic {q.topic!r} (expected {item['expect_categories']}, "
-                  f"topic empty {item['expect_topic_empty']})")
+                  f"topic {q.topic!r}, unknown {q.unknown_category!r} (expected {item['expect_categories']}, "
+                  f"topic empty {item.get('expect_topic_empty')}, unknown {item.get('expect_unknown')!r})")
     return rows
 
 
-def report(rows: dict[str, list[tuple[bool, bool]]]) -> None:
+def report(rows: dict[str, list[dict[str, bool]]]) -> None:
     for kind, r in sorted(rows.items(), key=lambda kv: (kv[0] == "all", kv[0])):
         n = len(r)
-        print(f"  {kind:15s} n={n:3d}  categories {sum(c for c, _ in r) / n:.2f}  "
-              f"no-topic {sum(e for _, e in r) / n:.2f}  both {sum(c and e for c, e in r) / n:.2f}")
+        measures = "  ".join(f"{m} {sum(x[m] for x in r) / n:.2f}" for m in r[0])
+        print(f"  {kind:15s} n={n:3d}  {measures}  both {sum(all(x.values()) for x in r) / n:.2f}")
 
 
 if __name__ == "__main__":

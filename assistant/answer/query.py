@@ -339,6 +339,14 @@ class Scope:
     rest: str  # the message without the category and its cue words
 
 
+def cue_before(text: Optional[str]) -> bool:
+    """A cue word before a label; a capitalised noun without a colon is part of a name, not a
+    cue ("a Category Theory view", against "Category: Theory" and "the category Theory")."""
+    if not text:
+        return False
+    return ":" in text or not (text[0].isupper() and text.split()[0].lower() in SCOPE_NOUNS)
+
+
 def named_categories(message: str, categories: Sequence[str]) -> Optional[Scope]:
     """The categories `message` names as categories, or None. A label counts when a cue word
     stands right before or after it ("the Robotics area", "category: Theory"), when it is a full
@@ -356,7 +364,7 @@ def named_categories(message: str, categories: Sequence[str]) -> Optional[Scope]
     matches = []
     for m in found.finditer(message):
         label = next(l for l, pat in patterns.items() if pat.fullmatch(m.group("label")))
-        if m.group("before") or m.group("after") or plural or " · " in label:
+        if cue_before(m.group("before")) or m.group("after") or plural or " · " in label:
             matches.append((m, label))
     if not matches:
         return None
@@ -370,30 +378,72 @@ def named_categories(message: str, categories: Sequence[str]) -> Optional[Scope]
     return Scope(values, phrase, re.sub(r"\s+", " ", rest).strip(" ,;:—–-"))
 
 
-# A label written as a category's name: capitalised words or an acronym ("Security", "NLP",
-# "Computer Vision"), or an arXiv-style code ("cs.CL"), joined by spaces, "and", "&" or "/"; no
-# possessive ("Broca's area"). A cue word after it is lower-case: "the Bay Area" is a name.
-LABEL_WORD = r"(?:[A-Z][\w+-]*|[a-z]+\.[A-Za-z][\w.-]*)(?!['’])"
-LABEL_WORDS = rf"{LABEL_WORD}(?:(?:\s+(?:and|&)\s+|\s*/\s*|\s+){LABEL_WORD}){{0,3}}"
+# A label written as a category's name: words, acronyms or arXiv-style codes ("Security", "NLP",
+# "recommender systems", "cs.CL") joined by spaces, "and", "&" or "/", or a full "Area · Category"
+# label; no possessive ("Broca's area"). A cue noun after it is lower-case ("the Bay Area" is a
+# name) and names a grouping, not a tag set ("the Penn Treebank tags").
+LABEL_WORD = r"(?:[a-z][a-z-]*\.[A-Za-z][\w.-]*|[A-Za-z][\w+-]*)(?!['’])"  # codes: cs.CL, q-bio.NC
+LABEL_WORDS = rf"{LABEL_WORD}(?:(?:\s+(?:and|&)\s+|\s*/\s*|\s+){LABEL_WORD}){{0,4}}"
+GROUPING_AFTER = r"\s*\(?\s*(?:the\s+)?(?:categor(?:y|ies)|areas?|tracks?|sections?|subject areas?)\b\)?"
 UNKNOWN_LABEL_RE = re.compile(
-    rf"(?<![\w.'’])(?P<label>{LABEL_WORDS}){SCOPE_AFTER}|(?i:{SCOPE_BEFORE})(?P<label2>{LABEL_WORDS})")
+    rf"(?<![\w.'’])(?P<label>{LABEL_WORDS}){GROUPING_AFTER}|"
+    rf"(?P<before>(?i:{SCOPE_BEFORE}))(?<![\w.'’])(?P<label2>{LABEL_WORDS})|"
+    rf"(?<![\w.'’])(?P<label3>{LABEL_WORD}(?:\s+{LABEL_WORD}){{0,3}}\s*·\s*{LABEL_WORD}(?:\s+{LABEL_WORD}){{0,3}})")
+CONNECTORS = {"and", "&", "/", "·"}
+
+
+# English function words: never part of a category's label ("in the", "of", "with").
+FUNCTION_WORDS = set("""
+a an the and or but if of in on at to for from by with without about into over under within
+is are was were be been being do does did has have had can could should would will it its this
+that these those there here what which who how any some all each every i me my we our you your us
+""".split())
+
+
+def label_span(text: str, at_end: bool) -> tuple[int, int]:
+    """Where the label sits in `text`, at its end (or start), past any request or function words
+    there: the words that are neither, with "and" / "&" / "/" / "·" kept between two of them
+    ("in the Datasets and Benchmarks", "stat.ML in here", "Applications · Finance please").
+    (0, 0) when there is none."""
+    tokens = list(re.finditer(r"·|[^\s·]+", text))
+    tokens = tokens[::-1] if at_end else tokens
+
+    def content(i: int) -> bool:
+        return _bare(tokens[i].group()) not in FUNCTION_WORDS | REQUEST_WORDS | OVERVIEW_WORDS
+
+    skip = 0
+    while skip < len(tokens) and not content(skip):
+        skip += 1
+    n = skip
+    while n < len(tokens) and (content(n) or (
+            tokens[n].group().lower() in CONNECTORS and skip < n < len(tokens) - 1 and content(n + 1))):
+        n += 1
+    if n == skip:
+        return 0, 0
+    first, last = (tokens[n - 1], tokens[skip]) if at_end else (tokens[skip], tokens[n - 1])
+    return first.start(), last.end()
 
 
 def unknown_category(message: str) -> Optional[Scope]:
     """A request for a whole category that the collection lacks ("Which papers are in the NLP
     area?", "List the papers tagged cs.CL"; named_categories found none of its own): the label,
     and the message without its cue word, so that "area" or "tagged" is not taken for a topic
-    term. Only when nothing but request words is left around the label, and only capitalised
-    words or codes count as one: "the object tracking area", "Broca's area" and "the CA1 area of
-    the hippocampus" stay as written."""
+    term. Only when nothing but request words is left around the label: "Which paper in the
+    Vision area uses diffusion?", "Broca's area" and "the CA1 area of the hippocampus" stay as
+    written."""
     for m in UNKNOWN_LABEL_RE.finditer(message):
-        words = (m.group("label") or m.group("label2")).split()
-        while words and _bare(words[0]) in STOPWORDS | REQUEST_WORDS:
-            words.pop(0)  # "Which area", "The NLP area"
-        around = message[:m.start()] + " " + message[m.end():]
-        if words and only_request_words(around):
-            label = " ".join(words)
-            rest = re.sub(r"\s+", " ", message[:m.start()] + " " + label + " " + message[m.end():])
+        if m.group("label2") and not cue_before(m.group("before")):
+            continue  # "a Category Theory view"
+        group = "label2" if m.group("label2") else "label" if m.group("label") else "label3"
+        a, b = label_span(m.group(group), at_end=group != "label2")
+        if a == b:
+            continue
+        a, b = m.start(group) + a, m.start(group) + b
+        # the cue and the label go; what the label's words did not take stays in the message
+        before, after = (message[:m.start()], message[b:]) if group == "label2" else (message[:a], message[m.end():])
+        if only_request_words(before + " " + after):
+            label = re.sub(r"\s*·\s*", " · ", message[a:b])
+            rest = re.sub(r"\s+", " ", f"{before} {label} {after}")
             return Scope([], label, re.sub(r"\s+([?.!,:;])", r"\1", rest).strip(" ,;:—–-"))
     return None
 
@@ -407,6 +457,7 @@ breakdown high-level level tl dr start opened open just how many much total roug
 browse look glance stuff things thing topic subjects fields field covered everything anything
 contents content quick quickly got get here's where should could i'd i'm me my now
 to it they listed like u hey new come across dump full list titles authors trend trends only
+hi hello thanks thank lot fall falls belong belongs abstract abstracts
 """.split()) | set(SCOPE_NOUNS)
 SCOPE_WORDS = {"collection", "corpus", "library", "paper", "papers", "everything", "set", "here", "database"}
 
@@ -448,7 +499,7 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     if intent == "question" and not refs and (
             (scope and only_request_words(text)) or asks_for_everything(text) or unknown):
         intent = "summary"  # "What is in the Robotics area?", "What's here?": an overview
-    topic = topic_of(text) if intent == "summary" else question_core(text)
+    topic = unknown.phrase if unknown else topic_of(text) if intent == "summary" else question_core(text)
     if intent == "summary" and not refs and only_request_words(topic):
         topic = ""  # the whole scope: the collection, or the categories named or filtered
     q = Query(message, intent, topic, asks_authors=bool(AUTHORS_RE.search(message)),
