@@ -38,9 +38,31 @@ def test_a_question_loses_the_words_that_frame_it(message, core):
     ("Which papers are about diffusion models?", "diffusion models"),
     ("List all papers on spiking neural networks", "spiking neural networks"),
     ("What do the papers say about sycophancy", "sycophancy"),
+    # several sentences: the one that names the topic, not the asker's context or the format
+    ("Any papers on graph neural networks? If so, give me the gist of each.", "graph neural networks"),
+    ("I'm preparing a lecture on Bayesian optimisation for my students. What does the collection say "
+     "about acquisition functions?", "acquisition functions"),
+    ("I'm writing a survey on continual learning. What do these papers contribute to it?",
+     "continual learning"),
+    ("Mixture of experts — what does the set cover? Keep it to three sentences.", "Mixture of experts"),
+    ("Give me the big-picture view on model compression across these papers, in bullet points.",
+     "view on model compression"),
+    ("What's the state of the art in federated learning according to these abstracts?", "federated learning"),
+    ("Summarize the work that deals with privacy, e.g. differential privacy.",
+     "privacy, e.g. differential privacy"),
 ])
 def test_topic_drops_the_request_words(message, topic):
     assert topic_of(message) == topic
+
+
+@pytest.mark.parametrize("message", [
+    "Give me a short synthesis of the work on world models.",
+    "What do these abstracts say about tokenization?",
+    "Which of these papers are relevant to program synthesis, and what do they argue?",
+    "What's the collection's take on scaling laws?",
+])
+def test_a_synthesis_asked_in_other_words_is_a_summary(message):
+    assert detect_intent(message) == "summary"
 
 
 @pytest.mark.parametrize("message", [

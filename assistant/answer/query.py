@@ -32,7 +32,12 @@ SUMMARY_RE = re.compile(
     r"what is (in )?(here|there) (on|about)|what (work|research|papers) (is|are) (there|here) (on|about)|"
     r"what('?s| is) in (this|the) (collection|corpus|library)|what (topics|themes|areas) (does|do|are|is)|"
     r"themes?|which papers are (in|about|on|from)|what papers are (in|about|on)|"
-    r"list (the |all )?papers|all (the )?papers (on|about))\b", re.I)
+    r"list (the |all )?papers|all (the )?papers (on|about)|"
+    # asking for a synthesis in other words: "the gist", "the big picture", "the collection's take
+    # on", "what do these abstracts say about", "which of these papers …, and what do they argue?"
+    r"synthes[ie]s|synthesi[sz]e|gist|big picture|state of the art|(?:'s|s'|’s) take on|"
+    r"what (do|does) (these|the|this) (papers|abstracts|set|collection) (say|find|argue|contribute|cover)|"
+    r"which of (these|the) papers|what'?s in the set|tell me what they do|what do they (find|argue))\b", re.I)
 
 # Words that make a request for a summary rather than name its topic.
 REQUEST_WORDS = set("""
@@ -137,18 +142,63 @@ def detect_intent(message: str) -> Intent:
     return "question"
 
 
-def topic_of(message: str) -> str:
-    """The topic of a summary request: the message without its leading and trailing request
-    words ("Summarize what this collection says about causal inference." → "causal inference")."""
-    text = POLITE_RE.sub("", message.strip())
+# Words around a summary's topic that frame the request rather than name the topic, beyond
+# REQUEST_WORDS: how people ask for a synthesis ("pull together", "the gist", "the big picture",
+# "the collection's take on"), say who they are ("I'm interested in", "I need"), and what the
+# rest of the message asks ("If so, summarise it", "A paragraph is fine", "what do they find?").
+FRAME_WORDS = set("""
+pull together gist synthesis synthesise synthesize take need i'm im interested
+relevant count counts part so if it them they their each fine paragraph bullet bullets points
+find found argue argues contribute contributes do does did got get stuff set abstracts abstract
+build builds building according
+collection's set's quick quickly short brief please thanks as deal deals writing related-work section
+""".split())
+# Sentences, dashes and semicolons separate the clauses of a message; the topic is in one of them
+# ("Do we have LLM papers here? If so, give me the gist of each.").
+CLAUSE_SPLIT_RE = re.compile(r"(?<=[.?!])(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bcf\.)(?<!\bvs\.)(?<!\bal\.)(?<!\betc\.)\s+|\s+[—–]\s*|\s*[—–]\s+|\s+-\s+|;\s*|,\s+(?=(?:and\s+)?(?:what|how|which|who|why)\b)")
+# "the big picture on X", "the state of the art in X": the request, not the topic.
+FRAME_PHRASE_RE = re.compile(
+    r"\b(?:the\s+)?(?:big[\s-]picture|state of the art)\b|"
+    # how to write it: "in two or three sentences", "under 300 words", "bullet points", "table format"
+    r"\b(?:in|under|within|as)?\s*(?:\d+|one|two|three|four|five|a few)(?:\s+(?:or|to|-)\s+(?:\d+|two|three|four|five))?"
+    r"\s+(?:sentences?|words|lines|bullets?|paragraphs?)\b|\b(?:bullet points?|table format|as a table)\b", re.I)
+# "I'm putting together a reading group on causal ML.", "Our team keeps getting bland outputs.":
+# who is asking; the topic is in the request that follows, when there is one.
+CONTEXT_CLAUSE_RE = re.compile(r"^\s*(?:i|i'm|i’m|im|i am|i've|we|we're|we’re|our|my)\b", re.I)
+# "… in this set", "… across these papers": where, not what.
+SCOPE_TAIL_RE = re.compile(r"\s+(?:in|from|across|among|within|of)\s+(?:the|this|these|our|your)\s+"
+                           r"(?:set|collection|corpus|library|papers|abstracts)\b", re.I)
+
+
+def _frame(word: str) -> bool:
+    w = _bare(word)
+    return not w or w in REQUEST_WORDS or w in FRAME_WORDS or w in FUNCTION_WORDS
+
+
+def _trimmed(clause: str) -> str:
+    """A clause without the request words at its edges."""
+    text = FRAME_PHRASE_RE.sub(" ", SCOPE_TAIL_RE.sub(" ", POLITE_RE.sub("", clause.strip())))
     words = re.findall(r"[^\s]+", text)
     start, end = 0, len(words)
-    while start < end and _bare(words[start]) in REQUEST_WORDS:
+    while start < end and _frame(words[start]):
         start += 1
-    while end > start and _bare(words[end - 1]) in REQUEST_WORDS:
+    while end > start and _frame(words[end - 1]):
         end -= 1
-    topic = " ".join(words[start:end]).strip(" ,;:.?!\"'“”")
-    return topic or message.strip().rstrip("?.! ")
+    return " ".join(words[start:end]).strip(" ,;:.?!\"'“”—–-")
+
+
+def topic_of(message: str) -> str:
+    """The topic of a summary request: of the message's clauses, the one that names most (request
+    words never count), without the request words at its edges ("Summarize what this collection
+    says about causal inference." → "causal inference"; "Do we have LLM papers here? If so, give
+    me the gist of each." → "LLM")."""
+    clauses = [c for c in CLAUSE_SPLIT_RE.split(message.strip()) if c and c.strip()]
+    named = [(_trimmed(c), bool(CONTEXT_CLAUSE_RE.match(c))) for c in clauses]
+    named = [(t, context) for t, context in named if t]
+    if not named:
+        return message.strip().rstrip("?.! ")
+    # the request before the asker's context; then the clause that names most
+    return max(named, key=lambda tc: (not tc[1], sum(not _frame(w) for w in tc[0].split())))[0]
 
 
 def question_core(message: str) -> str:
