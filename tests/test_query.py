@@ -48,6 +48,8 @@ def test_a_question_loses_the_words_that_frame_it(message, core):
     ("Give me the big-picture view on model compression across these papers, in bullet points.",
      "view on model compression"),
     ("What's the state of the art in federated learning according to these abstracts?", "federated learning"),
+    ("I'd like an assistant that plans trips over several days. What does the collection say about "
+     "such systems?", "assistant that plans trips over several days"),
     ("Summarize the work that deals with privacy, e.g. differential privacy.",
      "privacy, e.g. differential privacy"),
 ])

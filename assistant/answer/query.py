@@ -164,6 +164,10 @@ FRAME_PHRASE_RE = re.compile(
     r"\s+(?:sentences?|words|lines|bullets?|paragraphs?)\b|\b(?:bullet points?|table format|as a table)\b", re.I)
 # "I'm putting together a reading group on causal ML.", "Our team keeps getting bland outputs.":
 # who is asking; the topic is in the request that follows, when there is one.
+# "… What does the collection have on such systems?": a clause that points back at the topic
+# of another one names nothing itself.
+ANAPHOR_RE = re.compile(r"\b(?:such|these|those|this|that)\s+(?:systems?|methods?|approach(?:es)?|models?|"
+                        r"topics?|tools?|techniques?|problems?|ideas?|things?|areas?|fields?|work)\b", re.I)
 CONTEXT_CLAUSE_RE = re.compile(r"^\s*(?:i|i'm|i’m|im|i am|i've|we|we're|we’re|our|my)\b", re.I)
 # "… in this set", "… across these papers": where, not what.
 SCOPE_TAIL_RE = re.compile(r"\s+(?:in|from|across|among|within|of)\s+(?:the|this|these|our|your)\s+"
@@ -193,6 +197,8 @@ def topic_of(message: str) -> str:
     says about causal inference." → "causal inference"; "Do we have LLM papers here? If so, give
     me the gist of each." → "LLM")."""
     clauses = [c for c in CLAUSE_SPLIT_RE.split(message.strip()) if c and c.strip()]
+    if len(clauses) > 1:
+        clauses = [ANAPHOR_RE.sub(" ", c) for c in clauses]
     named = [(_trimmed(c), bool(CONTEXT_CLAUSE_RE.match(c))) for c in clauses]
     named = [(t, context) for t, context in named if t]
     if not named:
