@@ -155,19 +155,21 @@ collection's set's quick quickly short brief please thanks as deal deals writing
 """.split())
 # Sentences, dashes and semicolons separate the clauses of a message; the topic is in one of them
 # ("Do we have LLM papers here? If so, give me the gist of each.").
-CLAUSE_SPLIT_RE = re.compile(r"(?<=[.?!])(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bcf\.)(?<!\bvs\.)(?<!\bal\.)(?<!\betc\.)\s+|\s+[—–]\s*|\s*[—–]\s+|\s+-\s+|;\s*|,\s+(?=(?:and\s+)?(?:what|how|which|who|why)\b)")
+CLAUSE_SPLIT_RE = re.compile(
+    r"(?<=[.?!])(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bcf\.)(?<!\bvs\.)(?<!\bal\.)(?<!\betc\.)\s+|"  # not "e.g. X"
+    r"\s+[—–]\s*|\s*[—–]\s+|\s+-\s+|;\s*|,\s+(?=(?:and\s+)?(?:what|how|which|who|why)\b)")
 # "the big picture on X", "the state of the art in X": the request, not the topic.
 FRAME_PHRASE_RE = re.compile(
     r"\b(?:the\s+)?(?:big[\s-]picture|state of the art)\b|"
     # how to write it: "in two or three sentences", "under 300 words", "bullet points", "table format"
     r"\b(?:in|under|within|as)?\s*(?:\d+|one|two|three|four|five|a few)(?:\s+(?:or|to|-)\s+(?:\d+|two|three|four|five))?"
     r"\s+(?:sentences?|words|lines|bullets?|paragraphs?)\b|\b(?:bullet points?|table format|as a table)\b", re.I)
-# "I'm putting together a reading group on causal ML.", "Our team keeps getting bland outputs.":
-# who is asking; the topic is in the request that follows, when there is one.
 # "… What does the collection have on such systems?": a clause that points back at the topic
 # of another one names nothing itself.
 ANAPHOR_RE = re.compile(r"\b(?:such|these|those|this|that)\s+(?:systems?|methods?|approach(?:es)?|models?|"
                         r"topics?|tools?|techniques?|problems?|ideas?|things?|areas?|fields?|work)\b", re.I)
+# "I'm putting together a reading group on causal ML.", "Our team keeps getting bland outputs.":
+# who is asking; the topic is in the request that follows, when there is one.
 CONTEXT_CLAUSE_RE = re.compile(r"^\s*(?:i|i'm|i’m|im|i am|i've|we|we're|we’re|our|my)\b", re.I)
 # "… in this set", "… across these papers": where, not what.
 SCOPE_TAIL_RE = re.compile(r"\s+(?:in|from|across|among|within|of)\s+(?:the|this|these|our|your)\s+"
