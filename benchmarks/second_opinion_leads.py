@@ -27,28 +27,39 @@ import calibrate_relevance as cr  # noqa: E402
 import calibrate_second_opinion as cs  # noqa: E402
 from corpora import ROOT  # noqa: E402
 
-from assistant.answer.likelihood import logit  # noqa: E402
+from assistant.answer.likelihood import leads, logit  # noqa: E402
 from assistant.answer.relevance import default_model as relevance_model  # noqa: E402
 
 VARIANTS = [(1, "max"), (2, "max"), (3, "max"), (3, "mean")]
 MOST = max(k for k, _ in VARIANTS)
 
 
-def lead(pmis: list[float], i: int, against: str) -> float:
-    others = pmis[:i] + pmis[i + 1:]
-    if not others:
-        return 0.0
-    return pmis[i] - (max(others) if against == "max" else float(np.mean(others)))
+def contrasts(pmis: list[float], against: str) -> list[float]:
+    """Each pmi's lead: over the best other (the engine's likelihood.leads), or over the others'
+    mean (the variant measured here)."""
+    if against == "max" or len(pmis) < 2:
+        return leads(pmis)
+    return [pmi - float(np.mean(pmis[:i] + pmis[i + 1:])) for i, pmi in enumerate(pmis)]
+
+
+def by_question(band: list[dict], k: int) -> dict[int, list[tuple[int, str]]]:
+    """(candidate index, cache key) of each question's k best candidates, as
+    calibrate_second_opinion asks and caches them."""
+    out: dict[int, list[tuple[int, str]]] = {}
+    for rec, i, key in cs.candidates(band, k):
+        out.setdefault(id(rec), []).append((i, key))
+    return out
 
 
 def pair_rows(band: list[dict], cache: dict[str, float], k: int, against: str) -> list[tuple]:
     """(question record, gate p, pmi, lead, label) for each of a question's k best candidates."""
+    scored = by_question(band, k)
     out = []
     for rec in band:
-        idx = rec["order"][:k]
-        pmis = [cache[f"{rec['item'].corpus}|{rec['item'].qid}|{rec['ids'][i]}"] for i in idx]
-        out += [(rec, rec["p"][i], pmi, lead(pmis, j, against), rec["labels"][i])
-                for j, (i, pmi) in enumerate(zip(idx, pmis))]
+        idx = [i for i, _ in scored[id(rec)]]
+        pmis = [cache[key] for _, key in scored[id(rec)]]
+        out += [(rec, rec["p"][i], pmi, ld, rec["labels"][i])
+                for i, pmi, ld in zip(idx, pmis, contrasts(pmis, against))]
     return out
 
 
@@ -66,7 +77,7 @@ def best_per_question(rows: list[tuple], model, k: int) -> dict:
 
 
 def fully_cached(rec: dict, cache: dict[str, float]) -> bool:
-    return all(f"{rec['item'].corpus}|{rec['item'].qid}|{rec['ids'][i]}" in cache for i in rec["order"][:MOST])
+    return all(key in cache for _, _, key in cs.candidates([rec], MOST))
 
 
 def main() -> int:
