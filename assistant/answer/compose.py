@@ -132,9 +132,9 @@ def compare_table(sources: list[Source]) -> str:
     return "\n".join([header, rule, *rows])
 
 
-def share(matching: int, collection: int) -> str:
-    """"3 of the 20 papers in this collection are" ("1 … is")."""
-    return f"{matching:,} of the {collection:,} papers in this collection {'is' if matching == 1 else 'are'}"
+def share(matching: int, collection: int, verb: tuple[str, str] = ("is", "are")) -> str:
+    """"3 of the 20 papers in this collection are" ("1 … is"; `verb`: its singular and plural)."""
+    return f"{matching:,} of the {collection:,} papers in this collection {verb[matching != 1]}"
 
 
 def summary_listing(topic: str, themes: list[tuple[str, list[Source]]], matching: int,
@@ -158,8 +158,7 @@ def overview_listing(scope: str, filtered: bool, themes: list[tuple[str, list[So
     if scope:
         head = f"{share(matching, collection)} in *{scope}*{more}."
     elif filtered:
-        head = (f"{matching:,} of the {collection:,} papers in this collection "
-                f"{'passes' if matching == 1 else 'pass'} the filters{more}.")
+        head = f"{share(matching, collection, ('passes', 'pass'))} the filters{more}."
     else:
         head = f"This collection holds {collection:,} papers{more}."
     return theme_lines(head, themes, sizes)

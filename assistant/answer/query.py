@@ -467,7 +467,7 @@ def label_span(text: str, at_end: bool) -> tuple[int, int]:
     tokens = tokens[::-1] if at_end else tokens
 
     def content(i: int) -> bool:
-        return _bare(tokens[i].group()) not in FUNCTION_WORDS | REQUEST_WORDS | OVERVIEW_WORDS
+        return _bare(tokens[i].group()) not in NOT_LABEL_WORDS
 
     skip = 0
     while skip < len(tokens) and not content(skip):
@@ -517,6 +517,7 @@ contents content quick quickly got get here's where should could i'd i'm me my n
 to it they listed like u hey new come across dump full list titles authors trend trends only
 hi hello thanks thank lot fall falls belong belongs abstract abstracts
 """.split()) | set(SCOPE_NOUNS)
+NOT_LABEL_WORDS = FUNCTION_WORDS | REQUEST_WORDS | OVERVIEW_WORDS  # around a label, never in it (label_span)
 SCOPE_WORDS = {"collection", "corpus", "library", "paper", "papers", "everything", "set", "here", "database"}
 
 
