@@ -95,13 +95,13 @@ bench: install
 # on every corpus (seed, arxiv_math, ml_conf, SciFact claims): hit rate, precision and refusals
 # per corpus and per kind. EVAL_BACKEND=local scores the answers of the packaged model.
 EVAL_BACKEND ?= none
-# the packaged model's second opinion on borderline questions, as `serve` gives it (off: the gate alone)
-EVAL_SECOND_OPINION ?= local
+# the packaged model reads the candidates the gate is unsure of, as `serve` does (off: the gate alone)
+EVAL_READING ?= local
 eval: install
 	rm -rf /tmp/paper-assistant-eval && $(VENV)/bin/paper-assistant ingest --quiet --store /tmp/paper-assistant-eval assistant/data/seed_corpus.txt
-	PATH=$(CURDIR)/$(VENV)/bin:$$PATH PAPER_ASSISTANT_RELEVANCE__SECOND_OPINION=$(EVAL_SECOND_OPINION) python3 ../shared/eval/score.py ../shared/eval/seed_dev.jsonl --show \
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH PAPER_ASSISTANT_RELEVANCE__READING=$(EVAL_READING) python3 ../shared/eval/score.py ../shared/eval/seed_dev.jsonl --show \
 	  --cmd "paper-assistant ask --json --backend $(EVAL_BACKEND) --store /tmp/paper-assistant-eval"
-	$(PY) benchmarks/evaluate.py --all --backend $(EVAL_BACKEND) --second-opinion $(EVAL_SECOND_OPINION)
+	$(PY) benchmarks/evaluate.py --all --backend $(EVAL_BACKEND) --reading $(EVAL_READING)
 
 clean:
 	rm -rf $(VENV) vectorstore/* .pytest_cache

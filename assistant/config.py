@@ -51,22 +51,26 @@ class RelevancePolicy(BaseModel):
                         "saying so lists the collection's categories when there are at most this many.")
     rewrite: bool = Field(
         False, description="Before refusing, ask the model to rewrite the question in a paper's "
-                           "terms and judge again (off: measured +2% recall for +2% false answers "
-                           "and 1-5 s per borderline question; README, 'Which papers answer a question').")
+                           "terms and judge again (off by default: it gains as many false answers as right ones; "
+                           "docs/relevance.md).")
     rewrite_floor: float = Field(0.03, description="Only questions whose best paper reaches this "
                                                    "probability are rewritten.")
-    second_opinion: Literal["auto", "local", "off"] = Field(
-        "auto", description="When the gate refuses a question whose best candidate is within reach, "
-                            "ask how likely the paper makes the question under the packaged local "
-                            "model (answer/likelihood.py). auto: when the answer backend is the "
-                            "in-process local model; local: always (loads it); off: never.")
-    second_opinion_floor: float = Field(
-        0.03, description="Gate probability the best candidate needs before a second opinion is asked.")
-    second_opinion_papers: int = Field(
-        1, description="Best candidates given a second opinion (each costs ~4 s on two cores); with "
-                       "more, each one's lead over the others is a feature, so the shipped model must "
-                       "be fitted with as many (benchmarks/calibrate_second_opinion.py --papers). 2 "
-                       "was measured and not kept: README, 'A second opinion for borderline questions'.")
+    reading: Literal["auto", "local", "off"] = Field(
+        "auto", description="Before refusing, the model reads the best candidates against the question "
+                            "and the assistant judges (answer/reading.py). auto: with the in-process "
+                            "local model or an OpenAI-compatible backend; local: always, with the "
+                            "packaged model (loads it); off: the similarity gate alone.")
+    reading_floor: float = Field(
+        0.0, description="Gate probability the best candidate needs to be read; below it the question "
+                          "is refused unread, as plainly unrelated.")
+    reading_papers: int = Field(
+        3, description="Best candidates the model reads, one at a time (about 2 s each on two cores); "
+                       "the shipped reading model is fitted with as many (benchmarks/calibrate_reading.py).")
+    reading_sentences: int = Field(
+        3, description="Sentences of a candidate's abstract the model reads: those closest to the question.")
+    reading_sure: Optional[float] = Field(
+        None, description="Gate probability at which the best candidate is cited unread. None: the "
+                          "gate's own threshold.")
     summary_threshold: Optional[float] = Field(
         None, description="Probability a paper needs to join a summary whose best paper passed "
                           "`threshold`. None: the one shipped with the model, chosen for recall "
@@ -177,7 +181,7 @@ class Settings(BaseSettings):
     # a child process with this many parallel slots (continuous batching; each slot gets n_ctx
     # tokens), used through the OpenAI-compatible client; requests beyond the slots wait in a
     # visible queue. 0: in-process llama-cpp-python, one generation at a time (the default).
-    # Needs `make llama-tools` (README, "Scale": when it pays on this machine).
+    # Needs `make llama-tools` (docs/scale.md: when it pays on this machine).
     llm_server_parallel: int = Field(0, ge=0, le=64)
     theme_similarity: float = 0.45  # a summary's themes: groups of papers at least this similar (cosine)
     max_themes: int = 6

@@ -6,9 +6,9 @@
 
 Layout: the principal-component projection (PCA, numpy SVD of the centred unit paper vectors)
 of each paper's mean chunk embedding, the vectors already in the store, so nothing is embedded.
-PCA was measured against t-SNE (`benchmarks/map.py --projection`): t-SNE keeps more of each
-paper's nearest neighbours but costs minutes at 100k papers and needs scikit-learn; PCA is
-deterministic, linear (a new paper lands where its vector says) and takes about a second.
+PCA rather than t-SNE: deterministic, linear (a new paper lands where its vector says) and
+about a second at 100k papers, where t-SNE keeps more of each paper's neighbours but costs
+minutes (docs/benchmarks.md, `benchmarks/map.py --projection`).
 
 Themes: k-means (cosine, k-means++ seeded, deterministic) on the same vectors, about
 sqrt(n/2) groups capped by `map_max_clusters`, each labelled by `answer.themes.theme_name` (the

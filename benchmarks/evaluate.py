@@ -39,6 +39,10 @@ DEFAULT_SETS = {
     "arxiv_math-test": ("arxiv_math", QUESTIONS / "arxiv_math_test.jsonl"),
     "ml_conf-dev": ("ml_conf", QUESTIONS / "ml_conf_dev.jsonl"),
     "ml_conf-test": ("ml_conf", QUESTIONS / "ml_conf_test.jsonl"),
+    # blind: reworded at three levels of word overlap, and out-of-corpus questions near each topic
+    "seed-reworded": ("seed", QUESTIONS / "seed_reworded.jsonl"),
+    "arxiv_math-reworded": ("arxiv_math", QUESTIONS / "arxiv_math_reworded.jsonl"),
+    "ml_conf-reworded": ("ml_conf", QUESTIONS / "ml_conf_reworded.jsonl"),
     "scifact-heldout": ("scifact", None),
 }
 
@@ -78,15 +82,16 @@ def run_item(pa, item: dict):
     return answer
 
 
-def score(items: list[dict], answers: dict) -> dict:
+def score(items: list[dict], answers: dict, by_level: bool = False) -> dict:
     rows = defaultdict(lambda: {"n": 0, "hit": 0, "tp": 0, "cited": 0, "expected": 0})
     for it in items:
         cited = set(answers[it["id"]])
         expect = set(it["expect"])
-        for key in (it["kind"], "all"):
+        keys = [it["kind"], "all"] + ([f"{it['kind']}/{it['level']}"] if by_level and it.get("level") else [])
+        for key in keys:
             r = rows[key]
             r["n"] += 1
-            if it["kind"] == "none":
+            if it["kind"] == "none":  # a refusal is right
                 r["hit"] += not cited
                 continue
             r["hit"] += expect <= cited if it["kind"] == "compare" else bool(cited & expect)
@@ -99,13 +104,13 @@ def score(items: list[dict], answers: dict) -> dict:
 def print_rows(name: str, rows: dict, seconds: float) -> None:
     print(f"\n{name}  ({rows['all']['n']} items, {seconds:.0f} s)")
     for kind, r in sorted(rows.items(), key=lambda kv: (kv[0] == "all", kv[0])):
-        if kind == "none":
-            print(f"  {kind:10s} n={r['n']:3d}  refused {r['hit'] / r['n']:.2f}")
+        if kind.split("/")[0] == "none":
+            print(f"  {kind:14s} n={r['n']:3d}  refused {r['hit'] / r['n']:.2f}")
             continue
         if kind == "all":
             r = {**r, "n": r["n"] - rows.get("none", {"n": 0})["n"],
                  "hit": r["hit"] - rows.get("none", {"hit": 0})["hit"]}
-        print(f"  {kind:10s} n={r['n']:3d}  hit {r['hit'] / max(r['n'], 1):.2f}  "
+        print(f"  {kind:14s} n={r['n']:3d}  hit {r['hit'] / max(r['n'], 1):.2f}  "
               f"recall {r['tp'] / max(r['expected'], 1):.2f}  precision {r['tp'] / max(r['cited'], 1):.2f}")
 
 
@@ -118,10 +123,16 @@ def main() -> int:
     ap.add_argument("--code", default=None, help="import the assistant from this checkout")
     ap.add_argument("--scifact-limit", type=int, default=150)
     ap.add_argument("--json", default=None, help="also write the per-item results here")
+    ap.add_argument("--reading", choices=("auto", "local", "off"), default=None,
+                    help="RelevancePolicy.reading (auto: only with a model backend; local: the "
+                         "packaged model reads the candidates even with --backend none)")
     ap.add_argument("--second-opinion", choices=("auto", "local", "off"), default=None,
-                    help="RelevancePolicy.second_opinion (auto: only with --backend local; local: "
-                         "the packaged model judges borderline questions even with --backend none)")
+                    help="the same for a checkout older than the reading (--code), whose packaged "
+                         "model judged borderline questions by question likelihood")
+    ap.add_argument("--level", action="store_true", help="also score per item level (close, reworded, far…)")
     args = ap.parse_args()
+    if args.reading:
+        os.environ["PAPER_ASSISTANT_RELEVANCE__READING"] = args.reading
     if args.second_opinion:
         os.environ["PAPER_ASSISTANT_RELEVANCE__SECOND_OPINION"] = args.second_opinion
     if args.code:
@@ -147,7 +158,7 @@ def main() -> int:
                 ok = set(answers[it["id"]]) == set(it["expect"])
                 print(f"{'ok ' if ok else '   '}{it['id']:14s} {it['kind']:8s} expect={sorted(it['expect'])} "
                       f"cited={answers[it['id']]}  | {it['turns'][-1][:80]}")
-        rows = score(items, answers)
+        rows = score(items, answers, by_level=args.level)
         print_rows(name, rows, time.perf_counter() - t0)
         results[name] = {"rows": rows, "answers": answers}
     if args.json:

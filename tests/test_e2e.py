@@ -68,33 +68,46 @@ def test_local_model_streams_a_cited_answer(local_pa):
 SYCOPHANCY_QUESTION = "Which paper explains why preference tuning makes models agree with users too much?"
 
 
-def test_local_model_makes_a_question_likelier_after_its_paper(local_pa):
-    from assistant.answer.likelihood import QuestionLikelihood
+def test_local_model_reads_the_paper_that_answers_as_more_likely_yes(local_pa):
+    from assistant.answer.reading import Reader
 
     llm = local_pa.engine._get_llm([])
-    likelihood = QuestionLikelihood(llm.reply_logprobs)
+    reader = Reader(llm.choice_probabilities, local_pa.settings.relevance)
     papers = {p.authors[0]: p for p in local_pa.store.papers().values()}
-    right = likelihood.pmi(SYCOPHANCY_QUESTION, papers["Itai Shapira"])
-    near = likelihood.pmi(SYCOPHANCY_QUESTION, papers["Arash Gholamidavoodi"])  # LLM decoding
-    far = likelihood.pmi(SYCOPHANCY_QUESTION, papers["Rémi Khellaf"])  # federated causal inference
-    assert right > near + 0.4 and near > far
+    right = reader.yes(SYCOPHANCY_QUESTION, papers["Itai Shapira"])
+    far = reader.yes(SYCOPHANCY_QUESTION, papers["Rémi Khellaf"])  # federated causal inference
+    assert right > 0.5 > far
 
 
-def test_local_model_second_opinion_recovers_a_paraphrase_the_gate_refuses(local_pa):
-    # with the seed words barely shared, the calibrated gate alone refuses this question
-    # (p ≈ 0.11); the model's question likelihood (on by default with the local backend)
-    # finds that the sycophancy paper makes it far likelier
-    answer = local_pa.ask(SYCOPHANCY_QUESTION)
+# Reworded the way new users asked them (issue 21): the gate alone refuses or doubts each; the
+# model reads the candidates and the right paper is cited, with the model's prose.
+REWORDED = [
+    ("I need a paper about models that agree with users too much after RLHF.", {"Itai Shapira"}),
+    # Top-W (coherence) and Verbalized Sampling (stories) both answer it
+    ("Which paper makes language models write more varied stories without hurting coherence?",
+     {"Arash Gholamidavoodi", "Jiayi Zhang"}),
+    ("Anything about estimating treatment effects when hospitals can't share patient rows?",
+     {"Rémi Khellaf"}),
+    ("Is there work on keeping a poisoned model update effective after the server averages "
+     "everyone's weights?", {"zhixuan ma"}),
+    (SYCOPHANCY_QUESTION, {"Itai Shapira"}),
+]
+
+
+@pytest.mark.parametrize("question,authors", REWORDED)
+def test_local_model_reads_reworded_questions_and_cites_their_paper(local_pa, question, authors):
+    answer = local_pa.ask(question)
     _assert_grounded(answer)
     assert not answer.abstained
-    assert _cited_first_authors(answer) == {"Itai Shapira"}
+    assert _cited_first_authors(answer) & authors
+    assert "Extracts from" not in answer.answer  # the model's prose passed the check
 
 
 def test_local_model_rewrite_recovers_a_paraphrase_the_gate_refuses(local_pa):
-    # with `rewrite` on (and the second opinion off), the model restates the question in a
-    # paper's terms and the same gate passes the sycophancy paper
+    # with `rewrite` on (and reading off), the model restates the question in a paper's terms
+    # and the same gate passes the sycophancy paper
     question = SYCOPHANCY_QUESTION
-    policy = local_pa.settings.relevance.model_copy(update={"rewrite": True, "second_opinion": "off"})
+    policy = local_pa.settings.relevance.model_copy(update={"rewrite": True, "reading": "off"})
     pa = PaperAssistant(local_pa.settings.model_copy(update={"relevance": policy}))
     pa._store = local_pa.store
     answer = pa.ask(question)

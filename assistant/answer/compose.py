@@ -223,20 +223,31 @@ EMPTY_COLLECTION = ("The collection is empty, so I cite no paper. Add papers fir
 
 
 def refusal(intent: str, topic: str, offered: list[Paper], filtered: bool = False,
-            outside: Optional[list[Paper]] = None, empty: bool = False) -> str:
+            outside: Optional[list[Paper]] = None, empty: bool = False, read: bool = False,
+            nearest: str = "") -> str:
     """Nothing in the collection answers: say so plainly and cite nothing. A summary names its
     topic (a noun phrase); a question is never echoed back as if it were one. An empty
-    collection is said to be empty, not to lack the topic."""
+    collection is said to be empty, not to lack the topic. Papers are said not to answer only
+    when the model `read` them; unread, they are the nearest, with the `nearest` one's closest
+    sentence, and the collection may not answer it directly."""
     if empty:
         return EMPTY_COLLECTION
     subject = f"on *{shorten(topic, 12)}*" if intent == "summary" else "that answers this"
     scope = "among the papers your filters allow" if filtered else "in this collection"
-    text = f"I found nothing {scope} {subject}, so I cite no paper."
+    if read:
+        text = f"I found nothing {scope} {subject}, so I cite no paper."
+    else:
+        text = f"I found nothing {scope} {subject} directly, so I cite no paper."
     if outside:
         names = "; ".join(f"*{short_name(p)}*" for p in outside)
         text += f" Outside your filters, these papers are about it: {names}. Clear the filters to use them."
-    if offered:
-        text += "\n\n" + closest_list(offered, "The closest papers, which do not answer it:")
+    if offered and read:
+        text += "\n\n" + closest_list(offered, "The closest papers, which I read and judged not to answer it:")
+    elif offered:
+        if nearest:
+            text += (f"\n\nThe nearest paper, *{shorten(offered[0].title, 14)}*, says: "
+                     f"“{shorten(nearest, 40)}” It may touch on your question without answering it.")
+        text += "\n\n" + closest_list(offered, "The nearest papers:")
     return text
 
 

@@ -7,6 +7,8 @@ before the model's first token, at first and whenever it changes.
 """
 from __future__ import annotations
 
+import queue
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
@@ -17,8 +19,8 @@ from ..retrieve import Retriever
 from ..types import Answer, Citation, Filters, Turn
 from . import compose
 from .ground import GroundedText, Grounder, SentenceEmbeddings, question_allowance
-from .likelihood import QuestionLikelihood, SecondOpinion
 from .plan import Planner, TurnPlan
+from .reading import Reader
 from .relevance import Judge
 from .stream import CheckedProse, Numbering
 
@@ -33,12 +35,12 @@ class AnswerEngine:
         self.embed = SentenceEmbeddings(self.store.embedder)
         self.judge = Judge(self.store.corpus_stats, settings.relevance, embed=self.embed)
         self.planner = Planner(settings, retriever, self.judge, self.embed, rewriter=self._rewrite,
-                               second_opinion=self._second_opinion)
+                               reader=self._reader)
         self.grounder = Grounder(self.embed, settings.citation)
         self._llm = None
         self._llm_error: Optional[str] = None
-        self._opinion: Optional[SecondOpinion] = None
-        self._opinion_error: Optional[str] = None
+        self._reading: Optional[Reader] = None
+        self._reading_error: Optional[str] = None
 
     # ------------------------------------------------------------------ public
     def answer(self, message: str, history: list[Turn], mode: Optional[str] = None,
@@ -53,7 +55,13 @@ class AnswerEngine:
     def stream(self, message: str, history: list[Turn], mode: Optional[str] = None,
                filters: Optional[Filters] = None, k: Optional[int] = None) -> Iterator[Event]:
         t0 = time.perf_counter()
-        plan = self.planner.plan(message, history, mode, filters, k)
+        plan = None
+        for kind, payload in self._planned(message, history, mode, filters, k):
+            if kind == "reading":  # the candidates, shown while the model reads them
+                yield "retrieved", payload
+            else:
+                plan = payload
+        assert isinstance(plan, TurnPlan)
         turn = _Turn(plan, Numbering(plan.sources), {"plan": time.perf_counter() - t0}, t0)
         yield "retrieved", plan.retrieved
         if plan.prefix:
@@ -61,6 +69,26 @@ class AnswerEngine:
         if plan.prompt is not None and not plan.abstain:
             yield from self._prose(turn, message)
         yield "final", self._finish(turn)
+
+    def _planned(self, *args) -> Iterator[Event]:
+        """("reading", candidates) when the model is about to read them, then ("plan", TurnPlan).
+        The planner runs in a worker thread so the candidates can be shown while it reads."""
+        events: queue.Queue = queue.Queue()
+
+        def work() -> None:
+            try:
+                events.put(("plan", self.planner.plan(*args, on_reading=lambda hits: events.put(("reading", hits)))))
+            except BaseException as exc:  # raised again in the caller's thread
+                events.put(("error", exc))
+
+        threading.Thread(target=work, name="plan", daemon=True).start()
+        while True:
+            kind, payload = events.get()
+            if kind == "error":
+                raise payload
+            yield kind, payload
+            if kind == "plan":
+                return
 
     def _prose(self, turn: "_Turn", message: str) -> Iterator[Event]:
         """The model's prose, released sentence by sentence once checked; the cited extracts
@@ -114,26 +142,26 @@ class AnswerEngine:
                            "showing extracts instead.")
         return self._llm
 
-    def _second_opinion(self) -> Optional[SecondOpinion]:
-        """The local model's judgement of borderline questions, per RelevancePolicy.second_opinion
-        ("auto": only when the answers come from the in-process local model anyway)."""
-        mode = self.settings.relevance.second_opinion
-        in_process = self.settings.llm_backend == "local" and self.settings.llm_server_parallel == 0
-        if mode == "off" or (mode == "auto" and not in_process) or self._opinion_error:
+    def _reader(self) -> Optional[Reader]:
+        """The model that reads candidates before the assistant judges, per RelevancePolicy.reading
+        ("auto": the answering model when it can read, i.e. the local model or an OpenAI-compatible
+        server; "local": the packaged model whatever answers; "off": none, the gate alone)."""
+        mode = self.settings.relevance.reading
+        if mode == "off" or self._reading_error or (mode == "auto" and self.settings.llm_backend == "none"):
             return None
-        if self._opinion is None:
+        if self._reading is None:
             from ..llm import make_local_llm
 
-            try:  # in process: the answering model, None after its load failed (_llm_error)
-                llm = self._get_llm([]) if in_process else make_local_llm(self.settings)
+            try:
+                llm = self._get_llm([]) if mode == "auto" else make_local_llm(self.settings)
             except BackendError as exc:
-                llm, self._opinion_error = None, str(exc)
-            if llm is None:
-                self._opinion_error = (self._opinion_error or self._llm_error
-                                       or "the local model is unavailable")
+                llm, self._reading_error = None, str(exc)
+            if llm is None or not hasattr(llm, "choice_probabilities"):
+                self._reading_error = (self._reading_error or self._llm_error
+                                       or "the model cannot read candidates")
                 return None
-            self._opinion = SecondOpinion(QuestionLikelihood(llm.reply_logprobs), self.settings.relevance)
-        return self._opinion
+            self._reading = Reader(llm.choice_probabilities, self.embed, self.settings.relevance)
+        return self._reading
 
     def _rewrite(self, question: str) -> str:
         """The question in the terms a paper would use (≤ 40 tokens), or "" without a model."""

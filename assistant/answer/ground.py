@@ -36,8 +36,8 @@ class SentenceEmbeddings:
     """Embeds short texts on demand with a bounded cache (abstract sentences recur a lot).
 
     Texts another thread is embedding right now are waited for, not embedded again: on a cold
-    cache, concurrent questions share their candidates' sentences, and 16 threads embedding the
-    same sentences one after another (the session is serialised) took 70-130 s instead of ~15 s."""
+    cache, concurrent questions share their candidates' sentences, and the embedding session
+    runs one batch at a time, so embedding them twice would queue the same work."""
 
     def __init__(self, embedder, capacity: int = 20000):
         self.embedder = embedder

@@ -8,6 +8,7 @@ writes prose over the papers chosen, which grounding then checks.
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
@@ -21,7 +22,7 @@ from . import compose
 from .ground import SentenceEmbeddings, Source, evidence_for
 from .query import (Query, asks_previous_papers, paper_id_in, parse, shown_lists, similar_target,
                     table_request)
-from .likelihood import SecondOpinion
+from .reading import Read, Reader
 from .relevance import Judge, Judged, authors_named
 from .naming import named_in_abstract, names_paper, names_title, new_terms, title_names
 from .themes import Theme, target_groups, theme_name, themes
@@ -53,18 +54,23 @@ class TurnPlan:
 class Planner:
     def __init__(self, settings: Settings, retriever: Retriever, judge: Judge,
                  embed: SentenceEmbeddings, rewriter: Optional[Callable[[str], str]] = None,
-                 second_opinion: Optional[Callable[[], Optional[SecondOpinion]]] = None):
+                 reader: Optional[Callable[[], Optional[Reader]]] = None):
         self.settings = settings
         self.rewriter = rewriter  # the model's rewrite of a question into a paper's terms
-        self.second_opinion = second_opinion  # the model's judgement, made on first need
+        self.reader = reader  # the model that reads candidates (reading.py), made on first need
         self.policy = settings.relevance
         self.retriever = retriever
         self.store = retriever.store
         self.judge = judge
         self.embed = embed
+        self._local = threading.local()
 
     def plan(self, message: str, history: list[Turn], mode: Optional[str],
-             filters: Optional[Filters], k: Optional[int]) -> TurnPlan:
+             filters: Optional[Filters], k: Optional[int],
+             on_reading: Optional[Callable[[list[Hit]], None]] = None) -> TurnPlan:
+        """The turn's plan; `on_reading(candidates)` is called before the model reads them, so a
+        front can show them meanwhile."""
+        self._local.on_reading = on_reading  # per thread: concurrent requests plan side by side
         with self.store.request():  # the store's revision is read once for the whole plan
             return self._plan(message, history, mode, filters, k)
 
@@ -101,23 +107,33 @@ class Planner:
             plan = TurnPlan("question", q.message, retrieved=[as_hit(p) for p in focus])
             return self._about(plan, q, focus, previous=previous_user_message(history))
         hits, judged = self._judged(q.topic, filters, max(k or 0, self.policy.candidates))
-        chosen = self.judge.choose(judged, singular=bool(SINGULAR_RE.search(q.message))
-                                   and not PLURAL_RE.search(q.message),
-                                   plural=bool(PLURAL_RE.search(q.message)))
-        if not chosen:
-            chosen = self._reconsidered(q, judged)
-        if not chosen and self._worth_rewriting(judged):
+        singular = bool(SINGULAR_RE.search(q.message)) and not PLURAL_RE.search(q.message)
+        plural = bool(PLURAL_RE.search(q.message))
+        reading = self._read(q.message, judged)
+        if reading is not None:  # the model read the candidates: the reading judges
+            chosen = self.judge.choose(reading.accepted, singular, plural, reading.threshold)
+        else:
+            chosen = self.judge.choose(judged, singular, plural)
+        if not chosen and reading is None and self._worth_rewriting(judged):
             hits, chosen = self._rewritten(q, filters, hits)
         plan = TurnPlan("question", q.message, retrieved=hits)
         if not chosen:
-            return self._refuse(plan, q, judged, filters)
+            return self._refuse(plan, q, judged, filters, reading)
         return self._about(plan, q, [j.paper for j in chosen])
 
-    def _reconsidered(self, q: Query, judged: list[Judged]) -> list[Judged]:
-        """Paraphrase recall: the gate refused, but its best candidates may still answer in other
-        words; the local model's question likelihood decides (likelihood.py)."""
-        opinion = self.second_opinion() if self.second_opinion else None
-        return opinion.reconsider(q.message, judged)[:1] if opinion else []
+    def _read(self, question: str, judged: list[Judged]) -> Optional[Read]:
+        """The model's reading of the best candidates, unless the gate is sure of the best one
+        (or no model can read, or the floor refuses: then the gate alone judges)."""
+        sure = self.policy.reading_sure or self.judge.threshold
+        if not judged or judged[0].p >= sure or self.reader is None:
+            return None
+        reader = self.reader()
+        if reader is None or not reader.worth_reading(judged):
+            return None
+        notify = getattr(self._local, "on_reading", None)
+        if notify is not None:
+            notify([j.hit for j in judged])
+        return reader.read(question, judged)
 
     def _worth_rewriting(self, judged: list[Judged]) -> bool:
         return (self.policy.rewrite and self.rewriter is not None and bool(judged)
@@ -157,14 +173,27 @@ class Planner:
             hits, judged = self._judged(q.topic, filters, max(k or 0, self.policy.summary_candidates),
                                         topic=True)
             plan.retrieved = hits
-            relevant = self.judge.members(judged)
+            relevant, reading = self.judge.members(judged), None
+            if not relevant:  # is there anything on it at all? the model reads the best few
+                reading = self._read(q.topic, judged)
+                relevant = self._read_members(reading, judged)
             papers, matching = [j.paper for j in relevant[: self.policy.summary_max]], len(relevant)
             if not papers:
-                return self._refuse(plan, q, judged, filters)
+                return self._refuse(plan, q, judged, filters, reading)
         grouped = self._themes(papers, q.topic)
         total = len(self.store.papers())
         return self._themed(plan, grouped, q.topic, lambda themed: compose.summary_listing(
             q.topic, themed, matching, total, q.scope))
+
+    def _read_members(self, reading: Optional[Read], judged: list[Judged]) -> list[Judged]:
+        """A summary the gate found nothing for, once the model read its best candidates: those
+        the reading accepts, then every other paper at the summary threshold (which belong?)."""
+        if reading is None or not reading.accepted:
+            return []
+        taken = {j.paper.paper_id for j in reading.accepted}
+        rest = [j for j in self.judge.relevant(judged, self.judge.summary_threshold)
+                if j.paper.paper_id not in taken]
+        return list(reading.accepted) + rest
 
     def _overview(self, plan: TurnPlan, q: Query, filters) -> TurnPlan:
         """Everything in scope (the collection, or the categories named or filtered), grouped
@@ -263,15 +292,23 @@ class Planner:
         return (relevant[0].paper, [relevant[0].hit]) if relevant else (None, hits[:2])
 
     # ------------------------------------------------------------------ refusals
-    def _refuse(self, plan: TurnPlan, q: Query, judged: list[Judged], filters) -> TurnPlan:
-        """Nothing passed the gate: say so, cite nothing, offer the closest papers as choices."""
+    def _refuse(self, plan: TurnPlan, q: Query, judged: list[Judged], filters,
+                reading: Optional[Read] = None) -> TurnPlan:
+        """Nothing was accepted: say so, cite nothing, offer the closest papers as choices. Only
+        papers the model read and judged are said not to answer; unread ones are the nearest,
+        with the sentence of the nearest that comes closest to the question."""
         plan.abstain = True
         plan.sources = []
-        plan.offered = [j.paper for j in judged[: self.policy.offered]]
+        offered = reading.read if reading is not None else judged
+        plan.offered = [j.paper for j in offered[: self.policy.offered]]
         filtered = filters is not None and not filters.is_empty()
         outside = self._relevant_outside(q, filters) if filtered else []
         empty = not judged and self.store.corpus_stats().n_docs == 0
-        plan.prefix = compose.refusal(q.intent, q.topic, plan.offered, filtered, outside, empty)
+        nearest = ""
+        if reading is None and plan.offered and q.topic:
+            nearest = (evidence_for(plan.offered[0], [q.topic], self.embed, 1) or [""])[0]
+        plan.prefix = compose.refusal(q.intent, q.topic, plan.offered, filtered, outside, empty,
+                                      read=reading is not None, nearest=nearest)
         return plan
 
     def _relevant_outside(self, q: Query, filters: Filters) -> list[Paper]:

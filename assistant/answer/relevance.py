@@ -278,10 +278,12 @@ class Judge:
         cut = self.threshold if threshold is None else threshold
         return [j for j in judged if j.p >= cut]
 
-    def choose(self, judged: Sequence[Judged], singular: bool, plural: bool) -> list[Judged]:
+    def choose(self, judged: Sequence[Judged], singular: bool, plural: bool,
+               threshold: Optional[float] = None) -> list[Judged]:
         """The papers an answer rests on: the best relevant one, plus close seconds (or, for a
-        question asking for papers in the plural, every relevant one up to the policy's cap)."""
-        passing = self.relevant(judged)
+        question asking for papers in the plural, every relevant one up to the policy's cap).
+        `threshold`: the probability the judged papers' `p` must reach (default: the gate's)."""
+        passing = self.relevant(judged, threshold)
         if not passing:
             return []
         authored = [j for j in passing if j.author_match]

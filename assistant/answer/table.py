@@ -30,7 +30,7 @@ NONE = "—"
 ASPECT_QUERIES = {
     "problem": "the problem, gap or limitation of existing work that this paper addresses",
     "method": "we propose a new method, model, algorithm or framework that works by",
-    "data": "we evaluate on the following datasets and benchmarks",  # measured best on the seed corpus
+    "data": "we evaluate on the following datasets and benchmarks",
     "result": "the main result: our approach outperforms baselines and improves accuracy",
     "setting": "the setting and assumptions under which the problem is studied",
     "limitation": "a limitation or weakness of the approach that remains open",

@@ -56,8 +56,8 @@ __all__ = [
 
 
 def make_local_llm(settings: "Settings") -> LocalLlamaCPP:
-    """The packaged (or configured) GGUF in-process, whatever backend answers: the relevance
-    second opinion scores with it (answer/likelihood.py)."""
+    """The packaged (or configured) GGUF in-process, whatever backend answers: with
+    ``reading="local"`` it reads the candidates (answer/reading.py)."""
     llm = make_llm(settings.model_copy(update={"llm_backend": "local", "llm_server_parallel": 0}))
     assert isinstance(llm, LocalLlamaCPP)
     return llm

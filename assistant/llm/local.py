@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import math
 import os
 import threading
 import time
@@ -133,28 +134,38 @@ def _chat_prompt(llama: Any, messages: Sequence[dict]) -> str:
     return formatter(messages=list(messages)).prompt
 
 
-def _reply_logprobs(llama: Any, prompt: str, reply: str) -> list[float]:
-    """Written against llama-cpp-python's internals: its public API scores only with
-    ``logits_all=True``, which computes the vocabulary's logits at every prompt position (most of
-    the cost for a 300-token abstract); here only the reply's positions get logits."""
+def _choice_probabilities(llama: Any, prompt: str, options: Sequence[str]) -> list[float]:
+    """The probability of each option as the first token of the reply to ``prompt``, over the
+    options alone (each option's first token, with and without a leading capital). The prompt's
+    tokens shared with the previous call stay in the KV cache (llama-cpp-python's own prefix
+    reuse, as in ``Llama.generate``), so candidates read against one question pay only for what
+    differs; only the last position gets logits."""
     import numpy as np
 
     head = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
-    tail = llama.tokenize(reply.encode("utf-8"), add_bos=False, special=False) + [llama.token_eos()]
-    if len(head) < 2 or len(tail) > llama.n_batch or len(head) + len(tail) > llama.n_ctx():
-        raise ValueError(f"cannot score {len(tail)} tokens after {len(head)}")
-    llama.reset()
-    llama.eval(head[:-1])  # no logits kept for the prompt
-    scored = [head[-1]] + tail[:-1]  # the positions whose next token is the reply's
-    n_past = llama.n_tokens
-    llama._batch.set_batch(batch=scored, n_past=n_past, logits_all=True)
+    if len(head) < 2 or len(head) > llama.n_ctx():
+        raise ValueError(f"cannot read a prompt of {len(head)} tokens")
+    shared = 0
+    for a, b in zip(llama.input_ids[: llama.n_tokens], head[:-1]):
+        if a != b:
+            break
+        shared += 1
+    llama.n_tokens = shared  # eval drops the KV cache from here on
+    llama.eval(head[shared:-1])
+    llama._batch.set_batch(batch=head[-1:], n_past=llama.n_tokens, logits_all=True)
     llama._ctx.decode(llama._batch)
-    logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(len(scored), llama.n_vocab()))
+    llama._requires_eval = True  # the context's logits are ours, not those of input_ids
+    logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(1, llama.n_vocab()))[0]
     logits = logits.astype(np.float64)
-    norm = np.logaddexp.reduce(logits, axis=1)
-    out = [float(logits[i, t] - norm[i]) for i, t in enumerate(tail)]
-    llama.reset()  # the next generation starts from an empty cache, not from this prompt
-    return out
+    mass = []
+    for option in options:
+        ids = {llama.tokenize(form.encode("utf-8"), add_bos=False, special=False)[0]
+               for form in (option, option.capitalize(), " " + option)}
+        mass.append(float(np.logaddexp.reduce([logits[i] for i in ids])))
+    top = max(mass)
+    weights = [math.exp(m - top) for m in mass]
+    return [w / sum(weights) for w in weights]
+
 
 def _message_dicts(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
     out = []
@@ -236,20 +247,18 @@ class LocalLlamaCPP(CustomLLM):
         llama = self.load()
         return len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
-    # -- scoring
-    def reply_logprobs(self, messages: Sequence[dict], reply: str) -> list[float]:
-        """Log-probability of each token of ``reply`` (and the end of its turn) as the answer to
-        ``messages``, formatted by the GGUF's chat template; holds the model's turn like a
-        generation. Used to judge relevance by how likely a paper makes a question
-        (answer/likelihood.py)."""
+    def choice_probabilities(self, messages: Sequence[dict], options: Sequence[str]) -> list[float]:
+        """The probability of each option as the reply's first word (over the options alone),
+        formatted by the GGUF's chat template; holds the model's turn like a generation. The
+        model's reading of a candidate paper (answer/reading.py)."""
         llama = self.load()
         assert self._loaded is not None
         for _ in self._loaded.lock.wait(self.timeout):
-            pass  # waiting in line: nothing to show for a score
+            pass  # waiting in line: nothing to show for a reading
         try:
-            return _reply_logprobs(llama, _chat_prompt(llama, messages), reply)
+            return _choice_probabilities(llama, _chat_prompt(llama, messages), options)
         except (ValueError, RuntimeError) as exc:
-            raise BackendError(f"local model failed to score: {exc}") from exc
+            raise BackendError(f"local model failed to read: {exc}") from exc
         finally:
             self._loaded.lock.release()
 

@@ -4,6 +4,7 @@ Imported only when that backend is chosen: importing llama_index.llms.openai cos
 """
 from __future__ import annotations
 
+import math
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
@@ -65,6 +66,27 @@ class OpenAICompatible(OpenAILike):
             close = getattr(stream, "close", None)
             if close is not None:
                 close()
+
+    def choice_probabilities(self, messages: Sequence[dict], options: Sequence[str]) -> list[float]:
+        """The probability of each option as the reply's first word, over the options alone: from
+        the server's top log-probabilities of one generated token (OpenAI's ``logprobs``), or, from
+        a server that returns none, 1 for the option it wrote."""
+        response = self._guard(lambda: self._get_client().chat.completions.create(
+            model=self.model, messages=list(messages), max_tokens=1, temperature=0,
+            logprobs=True, top_logprobs=10))
+        choice = response.choices[0]
+        tops = choice.logprobs.content[0].top_logprobs if choice.logprobs and choice.logprobs.content else []
+        mass = [0.0] * len(options)
+        for top in tops:
+            word = top.token.strip().lower()
+            for i, option in enumerate(options):
+                if word and option.startswith(word):
+                    mass[i] += math.exp(top.logprob)
+        if not any(mass):
+            written = (choice.message.content or "").strip().lower()
+            mass = [1.0 if written.startswith(o) else 0.0 for o in options]
+        total = sum(mass)
+        return [m / total for m in mass] if total else [1.0 / len(options)] * len(options)
 
     def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
         return self._guard(lambda: super(OpenAICompatible, self).chat(messages, **kwargs))

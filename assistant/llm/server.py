@@ -229,6 +229,14 @@ def make_server_llm(settings: "Settings", model_path: Path):
             finally:
                 turns.release()
 
+        def choice_probabilities(self, messages, options):
+            for _ in self._turn():
+                pass
+            try:
+                return OpenAICompatible.choice_probabilities(self, messages, options)
+            finally:
+                turns.release()
+
     llm = ServerLLM(
         model=model_path.name, api_base=server.base_url, api_key="sk-no-key",
         is_chat_model=True, is_function_calling_model=False, context_window=settings.n_ctx,

@@ -40,8 +40,8 @@ def colour(cluster: int) -> str:
 
 
 def ask_message(title: str) -> str:
-    """What "Ask about this" sends: a question naming the paper by its title (measured: it
-    cites that paper first for each of the 20 seed papers, whose titles are derived labels)."""
+    """What "Ask about this" sends: a question naming the paper by its title, which the
+    relevance gate ties to that paper even when the title is a label derived from the abstract."""
     return f"What is the paper “{title}” about?"
 
 

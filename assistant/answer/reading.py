@@ -1,0 +1,133 @@
+"""Read, then judge: the model reads each candidate paper against the question.
+
+The calibrated gate (relevance.py) measures retrieval evidence only: shared words and MiniLM
+similarity. A question worded unlike its paper ("models that agree with users too much after
+RLHF" for an abstract on sycophancy after preference-based post-training) scores low there
+although the paper answers it. So the gate is the floor (it refuses only what is plainly
+unrelated), and for the questions it is unsure of, the model reads the best few candidates one
+at a time and the probability it gives "yes" is the reading. The model sees the paper's title
+and the abstract's sentences closest to the question (the excerpt), then the question: a short
+prompt (~2 s on two cores) with the question last, where a small model weighs it most.
+
+One paper at a time, not a numbered list: asked which of several abstracts answer, the small
+model picks the first one whatever the question (position bias). The reading is a signal, not a
+verdict to take raw (it says "yes" fairly often to a paper near the topic), so a small logistic
+model over (the gate's logit, the reading's logit, and the reading's lead over the best other
+candidate) turns it into a probability with its own threshold. It is fitted on labelled
+questions by benchmarks/calibrate_reading.py and ships as assistant/data/reading_model.json.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+from ..config import DATA_DIR, RelevancePolicy
+from ..llm.errors import BackendError
+from ..prompts import render
+from .ground import SentenceEmbeddings, evidence_for
+from .relevance import Judged
+
+MODEL_PATH = DATA_DIR / "reading_model.json"
+ANSWERS = ("yes", "no")
+
+# (messages, options) -> the probability of each option as the reply's first word
+ChoiceReader = Callable[[list[dict], Sequence[str]], list[float]]
+
+
+@dataclass
+class ReadingModel:
+    """p = sigmoid(w_gate * logit(gate p) + w_yes * logit(yes) + w_lead * lead + intercept),
+    accepted at `threshold`. lead: this paper's yes minus the best other read candidate's."""
+
+    w_gate: float
+    w_yes: float
+    w_lead: float
+    intercept: float
+    threshold: float
+    provenance: dict
+
+    @classmethod
+    def load(cls, path: Path = MODEL_PATH) -> "ReadingModel":
+        raw = json.loads(Path(path).read_text())
+        return cls(raw["w_gate"], raw["w_yes"], raw["w_lead"], raw["intercept"], raw["threshold"],
+                   raw.get("provenance", {}))
+
+    def to_json(self) -> dict:
+        return {"w_gate": self.w_gate, "w_yes": self.w_yes, "w_lead": self.w_lead,
+                "intercept": self.intercept, "threshold": self.threshold, "provenance": self.provenance}
+
+    def proba(self, gate_p: float, yes: float, lead: float) -> float:
+        z = self.w_gate * logit(gate_p) + self.w_yes * logit(yes) + self.w_lead * lead + self.intercept
+        return 1.0 / (1.0 + math.exp(-z))
+
+
+@lru_cache(maxsize=1)
+def default_model() -> ReadingModel:
+    return ReadingModel.load(MODEL_PATH)
+
+
+def logit(p: float) -> float:
+    p = min(max(p, 1e-6), 1 - 1e-6)
+    return math.log(p / (1 - p))
+
+
+def leads(values: Sequence[float]) -> list[float]:
+    """Each value minus the best of the others (0 when alone): does this paper stand out?"""
+    return [v - max(values[:i] + values[i + 1:]) if len(values) > 1 else 0.0
+            for i, v in enumerate(values)]
+
+
+def verdict_messages(question: str, paper, excerpt: Sequence[str]) -> list[dict]:
+    return [{"role": "user", "content": render("verdict", question=question, title=paper.title,
+                                               excerpt=" ".join(excerpt))}]
+
+
+@dataclass
+class Read:
+    """What reading decided for one question: the candidates read, each with its combined
+    probability and its reading among its features (best first), and those accepted (their
+    combined probability reached `threshold`)."""
+
+    read: list[Judged]
+    accepted: list[Judged]
+    threshold: float
+
+
+class Reader:
+    """Reads a question's best candidates with the model and judges them (see the module)."""
+
+    def __init__(self, choose: ChoiceReader, embed: SentenceEmbeddings, policy: RelevancePolicy,
+                 model: Optional[ReadingModel] = None):
+        self.choose = choose
+        self.embed = embed
+        self.policy = policy
+        self.model = model or default_model()
+
+    def yes(self, question: str, paper) -> float:
+        """The model's probability that `paper` answers `question`."""
+        excerpt = evidence_for(paper, [question], self.embed, self.policy.reading_sentences)
+        return self.choose(verdict_messages(question, paper, excerpt), ANSWERS)[0]
+
+    def worth_reading(self, judged: Sequence[Judged]) -> bool:
+        """Only what the gate finds near enough (judged is best first): the floor."""
+        return bool(judged) and judged[0].p >= self.policy.reading_floor
+
+    def read(self, question: str, judged: Sequence[Judged]) -> Optional[Read]:
+        """The `reading_papers` best candidates read and judged; None when the floor refuses
+        or the model fails (nothing was read, so nothing may be said of what the papers say)."""
+        if not self.worth_reading(judged):
+            return None
+        candidates = list(judged[: self.policy.reading_papers])
+        try:
+            yes = [self.yes(question, j.paper) for j in candidates]
+        except BackendError:
+            return None
+        read = [replace(j, p=self.model.proba(j.p, y, lead),
+                        features={**j.features, "gate_p": j.p, "yes": y, "yes_lead": lead})
+                for j, y, lead in zip(candidates, yes, leads(yes))]
+        read.sort(key=lambda j: -j.p)
+        return Read(read, [j for j in read if j.p >= self.model.threshold], self.model.threshold)

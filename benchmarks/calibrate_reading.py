@@ -1,0 +1,263 @@
+"""Fit the reading (answer/reading.py): the model reads the best candidates, then the assistant judges.
+
+    .venv/bin/python benchmarks/calibrate_reading.py [--write] [--per-corpus N] [--papers K]
+
+The questions are calibrate_relevance.py's labelled ones (SciFact train claims, our calibration
+sets for arxiv_math and ml_conf, the seed held-out set, leave-one-out twins, written and
+cross-corpus out-of-corpus questions) with the same 70/30 split. Those whose best candidate
+reaches the floor are read: at most N a corpus, chosen by a hash of their id. For each, the K
+best candidates in the gate's order are read by the packaged local model ("does this paper
+answer the question? yes or no", the probability of "yes"), cached in
+benchmarks/.stores/reading_yes.jsonl (an interrupted run resumes). A logistic model over (logit
+of the gate's p, logit of yes, yes minus the best other candidate's) is fitted on the 70; on the
+30 its threshold is the one with the most right answers minus wrong ones (a wrong paper, or an
+answer to an out-of-corpus or leave-one-out question). Printed beside it: the gate alone on the
+same questions, and the floor's cost (answerable questions whose gold paper it refuses).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import calibrate_relevance as cr  # noqa: E402
+from corpora import ROOT, available, open_corpus  # noqa: E402
+
+from assistant.answer.reading import MODEL_PATH, Reader, ReadingModel, leads, logit  # noqa: E402
+from assistant.answer.relevance import default_model as relevance_model  # noqa: E402
+from assistant.config import RelevancePolicy  # noqa: E402
+
+WRONG_IF_ANSWERED = ("loo", "none", "cross")
+CACHE = ROOT / "benchmarks" / ".stores" / "reading_yes.jsonl"
+
+
+def read_questions(records: list[dict], floor: float) -> list[dict]:
+    """Questions (answerable, leave-one-out and out-of-corpus) whose best candidate reaches the floor."""
+    return [r for r in records if r["p"] and r["item"].kind in ("pos",) + WRONG_IF_ANSWERED
+            and max(r["p"]) >= floor]
+
+
+def sampled_records(corpus: str, rel_args, limit: int) -> list[dict]:
+    """calibrate_relevance's records (candidates and features) of at most `limit` of the corpus's
+    labelled questions, chosen by a hash of their id; collected once, in the same cache."""
+    import pickle
+
+    items = cr.labelled_items(corpus, rel_args)
+    items.sort(key=lambda i: hashlib.md5(i.qid.encode()).hexdigest())
+    items = items[:limit] if limit else items
+    cache = Path(rel_args.cache) / f"relevance_candidates_{corpus}.pkl"
+    cached = cr._Unpickler(cache.open("rb")).load() if cache.exists() else []
+    known = {(r["item"].qid, r.get("text", r["item"].query)): r for r in cached}
+    missing = [i for i in items if (i.qid, cr.judged_text(i)) not in known]
+    if missing:
+        print(f"{corpus}: {len(missing)} of {len(items)} questions to collect", file=sys.stderr)
+        known.update({(r["item"].qid, r["text"]): r for r in cr.collect(missing, rel_args.candidates)})
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_bytes(pickle.dumps(list(known.values())))
+    records = [{**known[(i.qid, cr.judged_text(i))], "item": i} for i in items]
+    return cr.featurize(records, open_corpus(corpus).store.corpus_stats())
+
+
+def make_reader(store) -> Reader:
+    from assistant import load_settings
+    from assistant.answer.ground import SentenceEmbeddings
+    from assistant.llm import make_local_llm
+
+    settings = load_settings()
+    return Reader(make_local_llm(settings).choice_probabilities, SentenceEmbeddings(store.embedder),
+                  settings.relevance, ReadingModel(0, 1, 0, 0, 0.5, {}))
+
+
+def read_cache() -> dict[str, float]:
+    if not CACHE.exists():
+        return {}
+    rows = [json.loads(l) for l in CACHE.read_text().splitlines() if l.strip()]
+    return {r["key"]: r["yes"] for r in rows}
+
+
+def candidates(questions: list[dict], papers: int):
+    """(question record, candidate index, cache key) of each question's `papers` best candidates,
+    in the gate's order (as the engine reads them)."""
+    for rec in questions:
+        for i in rec["order"][:papers]:
+            yield rec, i, f"{rec['item'].corpus}|{rec['item'].qid}|{rec['ids'][i]}"
+
+
+def collect(questions: list[dict], papers: int) -> dict[str, float]:
+    """The reading of each question's best candidates, appended to the cache as read; the
+    corpora's questions interleaved (by a hash of their id), so a partial run covers them all."""
+    cache = read_cache()
+    questions = sorted(questions, key=lambda r: hashlib.md5(r["item"].qid.encode()).hexdigest())
+    readers, stores = {}, {}
+    t0, done = time.perf_counter(), 0
+    CACHE.parent.mkdir(parents=True, exist_ok=True)
+    with CACHE.open("a") as out:
+        for rec, i, key in candidates(questions, papers):
+            if key in cache:
+                continue
+            item = rec["item"]
+            if item.corpus not in stores:
+                stores[item.corpus] = open_corpus(item.corpus).store
+                readers[item.corpus] = make_reader(stores[item.corpus])
+            paper = stores[item.corpus].paper(rec["ids"][i])
+            cache[key] = readers[item.corpus].yes(item.query, paper)
+            out.write(json.dumps({"key": key, "yes": cache[key]}) + "\n")
+            out.flush()
+            done += 1
+            if done % 25 == 0:
+                print(f"  {done} read, {(time.perf_counter() - t0) / done:.2f} s each", file=sys.stderr)
+    return cache
+
+
+def rows_of(questions: list[dict], cache: dict[str, float], papers: int):
+    """(question record, candidate index, gate p, yes, lead, label) for the questions whose
+    `papers` best candidates are all read; lead as the engine computes it (reading.leads)."""
+    by_question: dict[tuple, list] = {}
+    for rec, i, key in candidates(questions, papers):
+        by_question.setdefault((rec["item"].corpus, rec["item"].qid), []).append((rec, i, cache.get(key)))
+    for scored in by_question.values():
+        if any(yes is None for *_, yes in scored):
+            continue
+        for (rec, i, yes), lead in zip(scored, leads([yes for *_, yes in scored])):
+            yield rec, i, rec["p"][i], yes, lead, rec["labels"][i]
+
+
+def fit(rows) -> ReadingModel:
+    from sklearn.linear_model import LogisticRegression
+
+    X = np.array([[logit(p), logit(yes), lead] for _, _, p, yes, lead, _ in rows])
+    y = np.array([label for *_, label in rows])
+    w = LogisticRegression(C=1.0, max_iter=1000).fit(X, y)
+    c = w.coef_[0]
+    return ReadingModel(float(c[0]), float(c[1]), float(c[2]), float(w.intercept_[0]), 0.5, {})
+
+
+def best_read(questions: list[dict], cache: dict[str, float], model: ReadingModel, papers: int) -> dict:
+    """Per read question: (the best combined probability, whether that candidate is gold)."""
+    best: dict[str, tuple[float, int]] = {}
+    for rec, i, p, yes, lead, label in rows_of(questions, cache, papers):
+        q = model.proba(p, yes, lead)
+        if rec["item"].qid not in best or q > best[rec["item"].qid][0]:
+            best[rec["item"].qid] = (q, label)
+    return best
+
+
+def figures(recs: list[dict], best: dict, gate_t: float, t: float, sure: float) -> dict:
+    """Over the given questions, per kind: answered by the gate alone (right paper first, for
+    answerable ones) and by floor + reading (a read question is judged by the reading, one the
+    gate is sure of (best p >= sure) by the gate, one below the floor is refused)."""
+    out = {}
+    for kind in ("pos",) + WRONG_IF_ANSWERED:
+        mine = [r for r in recs if r["item"].kind == kind and r["p"] and r["item"].qid in best]
+        gate = sum(max(r["p"]) >= gate_t and (kind != "pos" or cr.top_is_gold(r)) for r in mine)
+        gate_wrong = sum(kind == "pos" and max(r["p"]) >= gate_t and not cr.top_is_gold(r) for r in mine)
+        right = wrong = 0
+        for r in mine:
+            if max(r["p"]) >= sure:
+                answered, gold = True, cr.top_is_gold(r)
+            else:
+                q, gold = best[r["item"].qid]
+                answered = q >= t
+            right += answered and (kind != "pos" or gold)
+            wrong += answered and kind == "pos" and not gold
+        out[kind] = {"n": len(mine), "gate": gate, "gate_wrong": gate_wrong, "read": right, "read_wrong": wrong}
+    return out
+
+
+def net(fig: dict) -> int:
+    """Right answers minus wrong ones (a wrong paper, an out-of-corpus or leave-one-out answer)."""
+    return fig["pos"]["read"] - fig["pos"]["read_wrong"] - sum(fig[k]["read"] for k in WRONG_IF_ANSWERED)
+
+
+def choose_threshold(held: list[dict], best: dict, gate_t: float, sure: float) -> float:
+    grid = [round(x, 3) for x in np.arange(0.05, 0.951, 0.025)]
+    return max(grid, key=lambda t: (net(figures(held, best, gate_t, t, sure)), t))
+
+
+def report(name: str, fig: dict) -> None:
+    pos = fig["pos"]
+    ooc = {k: fig[k] for k in ("none", "cross")}
+    print(f"{name:11s} answerable right: gate {pos['gate']}/{pos['n']} (wrong paper {pos['gate_wrong']}) -> "
+          f"read {pos['read']}/{pos['n']} (wrong paper {pos['read_wrong']}) | out-of-corpus answered: "
+          f"gate {sum(v['gate'] for v in ooc.values())} -> read {sum(v['read'] for v in ooc.values())} "
+          f"of {sum(v['n'] for v in ooc.values())} | leave-one-out answered: gate {fig['loo']['gate']} -> "
+          f"read {fig['loo']['read']} of {fig['loo']['n']}")
+
+
+def floor_cost(records: list[dict], floor: float) -> str:
+    """Answerable questions whose gold paper is among the candidates but whose best is below the floor."""
+    pos = [r for r in records if r["item"].kind == "pos" and r["p"] and any(r["labels"])]
+    lost = [r for r in pos if max(r["p"]) < floor]
+    ooc = [r for r in records if r["item"].kind in ("none", "cross") and r["p"]]
+    kept = [r for r in ooc if max(r["p"]) >= floor]
+    return (f"floor {floor}: refuses {len(lost)}/{len(pos)} answerable questions unread; "
+            f"reads {len(kept)}/{len(ooc)} out-of-corpus ones")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    policy = RelevancePolicy()
+    ap.add_argument("--write", action="store_true", help=f"write the fitted model to {MODEL_PATH}")
+    ap.add_argument("--papers", type=int, default=policy.reading_papers)
+    ap.add_argument("--floor", type=float, default=policy.reading_floor)
+    ap.add_argument("--sure", type=float, default=None,
+                    help="gate p at which the gate's answer stands unread (default: the policy's)")
+    ap.add_argument("--per-corpus", type=int, default=100, help="labelled questions per corpus (0: all)")
+    ap.add_argument("--collect-only", action="store_true")
+    ap.add_argument("--cached-only", action="store_true", help="fit on the readings already cached")
+    ap.add_argument("--corpora", default="seed,ml_conf,arxiv_math,scifact")
+    ap.add_argument("--scifact", type=int, default=200, help="SciFact train claims labelled (0: all)")
+    args = ap.parse_args()
+    if not all(available(c) for c in ("scifact", "arxiv_math", "ml_conf")):
+        print("shared corpora missing: nothing to calibrate on")
+        return 0
+    gate = relevance_model()
+    sure = args.sure or policy.reading_sure or gate.threshold
+    rel_args = argparse.Namespace(cache=str(ROOT / "benchmarks" / ".stores"), candidates=20,
+                                  limit_scifact=args.scifact, cross=120)
+    records, questions = [], []
+    for corpus in args.corpora.split(","):
+        recs = cr.scored(sampled_records(corpus, rel_args, args.per_corpus), gate)
+        records += recs
+        questions += read_questions(recs, args.floor)
+    print(floor_cost(records, args.floor), file=sys.stderr)
+    print(f"{len(questions)} questions to read (floor {args.floor}, {args.papers} papers each)", file=sys.stderr)
+    cache = read_cache() if args.cached_only else collect(questions, args.papers)
+    if args.collect_only:
+        return 0
+    train = [r for r in questions if not r["item"].held_out()]
+    held = [r for r in questions if r["item"].held_out()]
+    model = fit(list(rows_of(train, cache, args.papers)))
+    best = best_read(held, cache, model, args.papers)
+    model.threshold = choose_threshold(held, best, gate.threshold, sure)
+    print(f"model: {model.w_gate:+.3f} * logit(p) {model.w_yes:+.3f} * logit(yes) {model.w_lead:+.3f} * lead "
+          f"{model.intercept:+.3f}; threshold {model.threshold:.3f}; unread above gate p {sure}")
+    fig = figures(held, best, gate.threshold, model.threshold, sure)
+    report("held-out", fig)
+    for corpus in args.corpora.split(","):
+        report(corpus, figures([r for r in held if r["item"].corpus == corpus], best, gate.threshold,
+                               model.threshold, sure))
+    if args.write:
+        model.provenance = {
+            "fitted_by": "benchmarks/calibrate_reading.py", "date": time.strftime("%Y-%m-%d"),
+            "read": f"best candidate gate p >= {args.floor}, at most {args.per_corpus} questions a corpus",
+            "papers_per_question": args.papers, "unread_above": sure,
+            "training_rows": len(list(rows_of(train, cache, args.papers))),
+            "threshold_rule": "most right answers minus wrong ones (wrong paper, out-of-corpus, "
+                              "leave-one-out) on the held-out read questions; ties the stricter",
+            "held_out": fig,
+        }
+        MODEL_PATH.write_text(json.dumps(model.to_json(), indent=1))
+        print(f"wrote {MODEL_PATH}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
