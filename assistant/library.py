@@ -24,9 +24,13 @@ from .types import Answer, Filters, Hit, Turn
 
 
 class PaperAssistant:
-    def __init__(self, settings: Optional[Settings] = None, **overrides):
+    def __init__(self, settings: Optional[Settings] = None, store: Optional[Store] = None,
+                 llm=None, **overrides):
+        """`store`: an open store to use (e.g. one shared by several assistants); `llm`: the
+        language model that answers (a llama-index LLM), instead of the one `settings` name."""
         self.settings = settings or load_settings(**overrides)
-        self._store: Optional[Store] = None
+        self._store: Optional[Store] = store
+        self._llm = llm
         self._retriever: Optional[Retriever] = None
         self._engine = None
         self._lock = threading.RLock()
@@ -59,7 +63,7 @@ class PaperAssistant:
 
         with self._lock:
             if self._engine is None:
-                self._engine = AnswerEngine(self.settings, self.retriever)
+                self._engine = AnswerEngine(self.settings, self.retriever, llm=self._llm)
             return self._engine
 
     # -- corpus

@@ -55,8 +55,7 @@ class ScriptedLLM(CustomLLM):
 
 def scripted(pa: PaperAssistant, reply: str) -> ScriptedLLM:
     llm = ScriptedLLM(reply=reply, seen=[])
-    engine = AnswerEngine(pa.settings.model_copy(update={"llm_backend": "local"}), pa.retriever)
-    engine._llm = llm
+    engine = AnswerEngine(pa.settings.model_copy(update={"llm_backend": "local"}), pa.retriever, llm=llm)
     pa._engine = engine
     return llm
 
@@ -64,8 +63,7 @@ def scripted(pa: PaperAssistant, reply: str) -> ScriptedLLM:
 @pytest.fixture()
 def pa(seed_assistant):
     """The shared seed store with a fresh engine per test (so scripted models don't leak)."""
-    fresh = PaperAssistant(seed_assistant.settings)
-    fresh._store = seed_assistant.store
+    fresh = PaperAssistant(seed_assistant.settings, store=seed_assistant.store)
     return fresh
 
 
@@ -187,8 +185,7 @@ def test_summarize_this_collection_cites_every_paper_by_theme(pa):
 def test_an_overview_beyond_summary_max_cites_the_central_papers_of_each_theme(pa):
     settings = pa.settings.model_copy(deep=True)  # the seed store's settings are shared
     settings.relevance.summary_max, settings.relevance.overview_per_theme = 6, 2
-    small = PaperAssistant(settings)
-    small._store = pa.store
+    small = PaperAssistant(settings, store=pa.store)
     answer = small.ask("Summarize this collection.")
     cited = [c.paper_id for c in answer.citations]
     themes = re.findall(r"^\*\*(.+)\*\* \((\d+) papers\)$", answer.answer, re.M)
@@ -252,8 +249,7 @@ def test_backend_failure_gives_extracts_with_a_notice(pa):
             raise BackendError("server down")  # what every backend raises (assistant.llm)
             yield  # pragma: no cover
 
-    engine = AnswerEngine(pa.settings.model_copy(update={"llm_backend": "openai"}), pa.retriever)
-    engine._llm = Broken()
+    engine = AnswerEngine(pa.settings.model_copy(update={"llm_backend": "openai"}), pa.retriever, llm=Broken())
     pa._engine = engine
     answer = pa.ask("Which paper studies backdoor attacks in federated learning?")
     assert first_authors(answer) == ["zhixuan ma"]
@@ -279,8 +275,7 @@ def test_the_source_is_shown_before_the_model_writes(pa):
             yield from super().stream_chat(messages, **kw)
 
     llm = Watched(reply="Top-W is a geometry-aware truncation rule [1].", seen=[])
-    pa.engine._llm = llm
-    pa.engine.settings = pa.engine.settings.model_copy(update={"llm_backend": "local"})
+    pa = PaperAssistant(pa.settings.model_copy(update={"llm_backend": "local"}), store=pa.store, llm=llm)
     stream = pa.ask_stream("What is Top-W?")
     kind, _ = next(stream)
     kind, lead = next(stream)

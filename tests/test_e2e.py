@@ -35,8 +35,7 @@ def local_pa(seed_assistant):
             pytest.fail(f"CI must run the real local model: {reason}")
         pytest.skip(reason)
     settings = seed_assistant.settings.model_copy(update={"llm_backend": "local", "llm_timeout": 300})
-    pa = PaperAssistant(settings)
-    pa._store = seed_assistant.store
+    pa = PaperAssistant(settings, store=seed_assistant.store)
     return pa
 
 
@@ -108,8 +107,7 @@ def test_local_model_rewrite_recovers_a_paraphrase_the_gate_refuses(local_pa):
     # and the same gate passes the sycophancy paper
     question = SYCOPHANCY_QUESTION
     policy = local_pa.settings.relevance.model_copy(update={"rewrite": True, "reading": "off"})
-    pa = PaperAssistant(local_pa.settings.model_copy(update={"relevance": policy}))
-    pa._store = local_pa.store
+    pa = PaperAssistant(local_pa.settings.model_copy(update={"relevance": policy}), store=local_pa.store)
     answer = pa.ask(question)
     _assert_grounded(answer)
     assert not answer.abstained
@@ -137,8 +135,7 @@ def test_openai_backend_against_a_live_server(seed_assistant, openai_server):
     settings = seed_assistant.settings.model_copy(update={
         "llm_backend": "openai", "llm_base_url": openai_server, "llm_model": "smollm2",
         "llm_api_key": None, "llm_timeout": 120})
-    pa = PaperAssistant(settings)
-    pa._store = seed_assistant.store
+    pa = PaperAssistant(settings, store=seed_assistant.store)
     events = list(pa.ask_stream("What is Top-W?"))
     answer = events[-1][1]
     assert answer.backend == "openai"
@@ -150,12 +147,28 @@ def test_openai_backend_against_a_live_server(seed_assistant, openai_server):
     _assert_grounded(answer)
 
 
+def test_openai_backend_reads_a_candidate_through_logprobs(seed_assistant, openai_server):
+    # the reading through an OpenAI-compatible server: one token, its top log-probabilities
+    settings = seed_assistant.settings.model_copy(update={
+        "llm_backend": "openai", "llm_base_url": openai_server, "llm_model": "smollm2",
+        "llm_api_key": None, "llm_timeout": 120})
+    pa = PaperAssistant(settings, store=seed_assistant.store)
+    reader = pa.engine._reader()
+    assert reader is not None  # reading "auto" reads with the answering backend
+    paper = next(p for p in pa.store.papers().values() if p.authors[0] == "Arash Gholamidavoodi")
+    yes = reader.yes("Which paper proposes the Top-W sampling rule?", paper)
+    assert 0.0 < yes < 1.0  # a probability from the server's logprobs, not a written word's 0 or 1
+    judged = pa.engine.judge.judge("sampling rule for decoding", pa.search("sampling rule for decoding", k=5))
+    read = reader.read("sampling rule for decoding", judged)
+    assert read is not None and len(read.read) == settings.relevance.reading_papers
+    assert all("yes" in j.features for j in read.read)
+
+
 def test_openai_backend_down_falls_back_to_extracts(seed_assistant):
     settings = seed_assistant.settings.model_copy(update={
         "llm_backend": "openai", "llm_base_url": "http://127.0.0.1:9/v1", "llm_model": "x",
         "llm_timeout": 5})
-    pa = PaperAssistant(settings)
-    pa._store = seed_assistant.store
+    pa = PaperAssistant(settings, store=seed_assistant.store)
     answer = pa.ask("What is Top-W?")
     assert any("failed" in n or "unavailable" in n for n in answer.notices)
     assert _cited_first_authors(answer) == {"Arash Gholamidavoodi"}

@@ -205,8 +205,7 @@ def test_model_dying_after_a_checked_sentence_still_ends_with_extracts(seed_assi
     monkeypatch.setattr(llm_module, "stream_chat_events", dies_after_a_sentence)
     settings = seed_assistant.settings.model_copy(update={
         "llm_backend": "openai", "llm_base_url": f"http://127.0.0.1:{free_port()}/v1"})
-    pa = PaperAssistant(settings)
-    pa._store = seed_assistant.store
+    pa = PaperAssistant(settings, store=seed_assistant.store)
     answer = pa.ask(MCE_Q)
     assert "bi-level framework" in answer.answer.split(EXTRACTS)[0], answer.answer
     assert EXTRACTS in answer.answer, answer.answer

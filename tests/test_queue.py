@@ -134,8 +134,7 @@ def answering(seed_settings, seed_assistant, smol):
     from assistant.library import PaperAssistant
 
     pa = PaperAssistant(seed_settings)
-    engine = AnswerEngine(pa.settings.model_copy(update={"llm_backend": "local"}), pa.retriever)
-    engine._llm = smol
+    engine = AnswerEngine(pa.settings.model_copy(update={"llm_backend": "local"}), pa.retriever, llm=smol)
     pa._engine = engine
     return pa
 

@@ -405,8 +405,7 @@ def _engine(pa, reply: str | None):
     from assistant.library import PaperAssistant
     from test_answer import scripted
 
-    fresh = PaperAssistant(pa.settings)
-    fresh._store = pa.store
+    fresh = PaperAssistant(pa.settings, store=pa.store)
     if reply is not None:
         scripted(fresh, reply)
     return fresh

@@ -86,8 +86,7 @@ from assistant.ui.render import more_like_message, source_card  # noqa: E402
 
 @pytest.fixture()
 def pa(seed_assistant):
-    fresh = PaperAssistant(seed_assistant.settings)
-    fresh._store = seed_assistant.store
+    fresh = PaperAssistant(seed_assistant.settings, store=seed_assistant.store)
     return fresh
 
 

@@ -21,8 +21,7 @@ CAUSAL_ASK = "Make a table of the papers on causal inference: method, data"
 
 @pytest.fixture()
 def pa(seed_assistant):
-    fresh = PaperAssistant(seed_assistant.settings)
-    fresh._store = seed_assistant.store
+    fresh = PaperAssistant(seed_assistant.settings, store=seed_assistant.store)
     return fresh
 
 

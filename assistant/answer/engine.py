@@ -28,7 +28,9 @@ Event = tuple[str, object]
 
 
 class AnswerEngine:
-    def __init__(self, settings: Settings, retriever: Retriever):
+    def __init__(self, settings: Settings, retriever: Retriever, llm=None):
+        """`llm`: the model that answers (a llama-index LLM); None: the one `settings` name,
+        made on first use."""
         self.settings = settings
         self.retriever = retriever
         self.store = retriever.store
@@ -37,7 +39,7 @@ class AnswerEngine:
         self.planner = Planner(settings, retriever, self.judge, self.embed, rewriter=self._rewrite,
                                reader=self._reader)
         self.grounder = Grounder(self.embed, settings.citation)
-        self._llm = None
+        self._llm = llm
         self._llm_error: Optional[str] = None
         self._reading: Optional[Reader] = None
         self._reading_error: Optional[str] = None
