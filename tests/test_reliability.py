@@ -135,13 +135,14 @@ def test_valid_samples_read(fmt, tmp_path):
 
 
 def _fuzz_test(fmt: str):
-    folder = Path(tempfile.mkdtemp(prefix=f"fuzz-{fmt}-"))
-    path = folder / VALID[fmt][0]
-
     @FUZZ
     @given(data=_hostile(fmt))
-    def test(data):
+    def fuzz(path, data):
         check_reader(path, FORMAT_OF[fmt], data)
+
+    def test():
+        with tempfile.TemporaryDirectory(prefix=f"fuzz-{fmt}-") as folder:  # removed afterwards
+            fuzz(Path(folder) / VALID[fmt][0])
 
     test.__name__ = f"test_reader_survives_hostile_{fmt}"
     return test

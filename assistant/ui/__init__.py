@@ -15,6 +15,8 @@ Besides the page's own events, one public Gradio API endpoint is registered, `/c
 """
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 from importlib import resources
 from pathlib import Path
@@ -61,7 +63,9 @@ def build_ui(pa, settings: Optional[Settings] = None) -> gr.Blocks:
     after `blocks.queue(...)` (assistant.server does both)."""
     settings = settings or pa.settings
     page = Page()
-    handlers = PageHandlers(pa, page, Path(tempfile.mkdtemp(prefix="paper-assistant-bib-")))
+    exports = Path(tempfile.mkdtemp(prefix="paper-assistant-bib-"))  # the page's .bib/.csv downloads
+    atexit.register(shutil.rmtree, exports, True)
+    handlers = PageHandlers(pa, page, exports)
     facets = handlers.facets()
     # delete_cache: uploaded corpora and exported .bib files older than a day are removed hourly
     with gr.Blocks(title="Paper Assistant", analytics_enabled=False,
