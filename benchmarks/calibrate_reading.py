@@ -67,7 +67,7 @@ def sampled_records(corpus: str, rel_args, limit: int) -> list[dict]:
 
 def make_reader(store) -> Reader:
     from assistant import load_settings
-    from assistant.answer.ground import SentenceEmbeddings
+    from assistant.answer.evidence import SentenceEmbeddings
     from assistant.llm import make_local_llm
 
     settings = load_settings()

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpora import (DATA, ROOT, available, corpus_titles, evidence_question, held_out,  # noqa: E402
                      open_corpus, read_jsonl, scifact_claims, seed_ids_by_key)
 
-from assistant.answer.ground import SentenceEmbeddings  # noqa: E402
+from assistant.answer.evidence import SentenceEmbeddings  # noqa: E402
 from assistant.answer.query import question_core, topic_of  # noqa: E402
 from assistant.answer.relevance import (FEATURES, MODEL_PATH, QueryTerms, RelevanceModel,  # noqa: E402
                                         feature_rows, sentence_similarity)

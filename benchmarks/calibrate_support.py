@@ -27,7 +27,8 @@ from corpora import read_jsonl  # noqa: E402
 from grounding import OUT, Labelled, report  # noqa: E402
 
 from assistant import load_settings  # noqa: E402
-from assistant.answer.ground import Grounder, SentenceEmbeddings  # noqa: E402
+from assistant.answer.evidence import SentenceEmbeddings  # noqa: E402
+from assistant.answer.ground import Grounder  # noqa: E402
 from assistant.config import CitationPolicy  # noqa: E402
 from assistant.embed import make_embedder  # noqa: E402
 

@@ -17,7 +17,8 @@ from assistant import Filters, PaperAssistant, Paper, Turn, load_settings
 from assistant.config import SEED_CORPUS
 from assistant.llm import BackendError
 from assistant.answer import AnswerEngine
-from assistant.answer.ground import Grounder, Source, parse_markers, renumber, split_answer
+from assistant.answer.evidence import Source
+from assistant.answer.ground import Grounder, parse_markers, renumber, split_answer
 from assistant.index import Store
 
 

@@ -407,7 +407,7 @@ def test_sixteen_v1_and_page_conversations_at_once(tmp_path, seed_template):
 def test_concurrent_questions_embed_each_sentence_once(seed_assistant):
     """Threads asking about the same papers at once wait for the sentences another thread is
     embedding instead of embedding them again (the cold-start pile-up of the load test)."""
-    from assistant.answer.ground import SentenceEmbeddings
+    from assistant.answer.evidence import SentenceEmbeddings
     from assistant.embed import embed_texts
 
     embedded: list[str] = []

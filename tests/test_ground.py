@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.answer.ground import Grounder, Source, clauses, makes_claim
+from assistant.answer.evidence import Source
+from assistant.answer.ground import Grounder, clauses, makes_claim
 from assistant.config import CitationPolicy, load_settings
 from assistant.types import Paper
 

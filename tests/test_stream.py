@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from assistant.answer.ground import Grounder, Source
+from assistant.answer.evidence import Source
+from assistant.answer.ground import Grounder
 from assistant.answer.stream import CheckedProse, Numbering
 
 
@@ -54,7 +55,7 @@ def test_a_name_in_the_question_must_be_in_the_paper_cited_for_it(pa):
 
 def test_sentence_cache_smaller_than_one_call_still_answers_it(pa):
     # a large corpus evicts while a call is in flight: the call must still get every vector
-    from assistant.answer.ground import SentenceEmbeddings
+    from assistant.answer.evidence import SentenceEmbeddings
 
     embed = SentenceEmbeddings(pa.store.embedder, capacity=3)
     first = embed(["alpha beta", "gamma delta"])

@@ -12,7 +12,7 @@ from typing import Optional
 from ..prompts import render
 from ..types import ET_AL, Paper
 from .aspects import ASPECT_CUES
-from .ground import NUMBER_RE, QUANTITY_RE, Source, safe_sentences
+from .evidence import FIGURE_RE, QUANTITY_RE, Source, safe_sentences
 from ..text import shorten, stems, terms
 
 # the comparison table's rows → the cue words of that aspect (aspects.py)
@@ -63,7 +63,7 @@ def unanswered_parts(parts: list[str], sources: list[Source]) -> list[str]:
     have = stems(evidence)
     for part in parts[1:]:
         want = stems(" ".join(terms(part)))
-        answered = bool(NUMBER_RE.search(evidence)) if QUANTITY_RE.search(part) else bool(want & have)
+        answered = bool(FIGURE_RE.search(evidence)) if QUANTITY_RE.search(part) else bool(want & have)
         if not answered:
             notes.append(f"The abstracts do not say: “{part.strip().rstrip('?')}?”")
     return notes

@@ -18,7 +18,8 @@ from ..llm.errors import BackendError
 from ..retrieve import Retriever
 from ..types import Answer, Citation, Filters, Turn
 from . import compose
-from .ground import GroundedText, Grounder, SentenceEmbeddings, question_allowance
+from .evidence import SentenceEmbeddings
+from .ground import GroundedText, Grounder, question_allowance
 from .plan import Planner, TurnPlan
 from .reading import Reader
 from .relevance import Judge

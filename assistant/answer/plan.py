@@ -19,7 +19,7 @@ from ..retrieve import Retriever
 from ..text import distinctive_tokens, terms
 from ..types import Filters, Hit, Intent, LiteratureTable, Paper, TableRow, Turn
 from . import compose
-from .ground import SentenceEmbeddings, Source, evidence_for
+from .evidence import SentenceEmbeddings, Source, evidence_for, safe_sentences
 from .query import (Query, asks_previous_papers, paper_id_in, parse, shown_lists, similar_target,
                     table_request)
 from .reading import Read, Reader
@@ -506,6 +506,4 @@ def previous_user_message(history: list[Turn]) -> str:
 
 def safe_first(paper: Paper) -> list[str]:
     """The abstract's first sentence: a cited paper's evidence when nothing more specific is."""
-    from .ground import safe_sentences
-
     return safe_sentences(paper)[:1] or [paper.abstract]

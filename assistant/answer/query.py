@@ -82,7 +82,7 @@ NOUN = r"(?:one|ones|paper|papers|work|works|study|studies|article|method|approa
 RANGE_RE = re.compile(rf"\b(?:the\s+)?(first|last|top)\s+(two|three|four|five|[2-5])\b(?:\s+{NOUN})?", re.I)
 # "the second one", "the last paper", "the first", "the former", "number 2", "paper 3", "[2]", "#2"
 ORDINAL_RE = re.compile(rf"\b(?:the\s+)?{ORDINAL}(?:\s+{NOUN})?\b|\b(?:the\s+)?(former|latter)\b", re.I)
-NUMBER_RE = re.compile(r"\[(\d{1,2})\]|(?:#|\b(?:paper|source|reference|number|no\.)\s*)(\d{1,2})\b", re.I)
+REFERENCE_RE = re.compile(r"\[(\d{1,2})\]|(?:#|\b(?:paper|source|reference|number|no\.)\s*)(\d{1,2})\b", re.I)
 # "the other one", "the other paper"
 OTHER_RE = re.compile(rf"\bthe other(?:\s+{NOUN})?\b", re.I)
 # "the two causal papers you mentioned", "the federated one", "the paper on sycophancy you cited"
@@ -277,7 +277,7 @@ def find_references(message: str, history: list[Turn],
         taken.append((m.start(), m.end()))
         found.append(_Found(m.start(), m.end(), ids, kind, unresolved))
 
-    for m in NUMBER_RE.finditer(message):
+    for m in REFERENCE_RE.finditer(message):
         n = int(m.group(1) or m.group(2))
         pid = _pick(last.paper_ids, n)
         add(m, [pid] if pid else [], "number", "" if pid else m.group(0))

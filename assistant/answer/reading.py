@@ -28,7 +28,7 @@ from typing import Callable, Optional, Sequence
 from ..config import DATA_DIR, RelevancePolicy
 from ..llm.errors import BackendError
 from ..prompts import render
-from .ground import SentenceEmbeddings, evidence_for
+from .evidence import SentenceEmbeddings, evidence_for
 from .relevance import Judged
 
 MODEL_PATH = DATA_DIR / "reading_model.json"

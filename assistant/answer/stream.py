@@ -7,7 +7,8 @@ answer itself, with its [n] markers, and the final text is exactly what was stre
 """
 from __future__ import annotations
 
-from .ground import GroundedText, Grounder, Source, ends_sentence, split_answer
+from .evidence import Source
+from .ground import GroundedText, Grounder, ends_sentence, split_answer
 from .markers import MARKER_RE, parse_markers
 
 

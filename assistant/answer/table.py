@@ -20,7 +20,7 @@ import numpy as np
 
 from ..types import LiteratureTable, Paper
 from .aspects import ASPECT_CUES
-from .ground import safe_sentences
+from .evidence import safe_sentences
 
 Embed = Callable[[list[str]], np.ndarray]
 NONE = "—"
