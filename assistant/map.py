@@ -34,15 +34,13 @@ from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
-from .answer.themes import target_groups, theme_name
+from .answer.themes import central, kmeans, target_groups, theme_name  # noqa: F401  (kmeans: the map's API too)
 from .types import Paper
 
 MAP_FORMAT = 1  # of the cached files; another is rebuilt
 GET_PAGE = 5000  # chunk rows fetched from Chroma per call
 LABEL_MEMBERS = 12  # a theme's most central papers read for its label
 LABEL_OTHERS = 8  # most central papers of each other theme, as what the label must not share
-KMEANS_FIT_MAX = 20000  # k-means centres are fitted on at most this many papers (seeded sample)
-KMEANS_ITERATIONS = 40
 POWER_ITERATIONS = 60  # block power iterations of the PCA (converged to ~1e-6 on MiniLM vectors)
 
 
@@ -253,49 +251,6 @@ def unit_box(xy: np.ndarray, lo: float = 1.0, hi: float = 99.0) -> np.ndarray:
     centre = (a + b) / 2
     out = (xy - centre) / span * 0.84 + 0.5
     return np.clip(out, 0.0, 1.0).astype(np.float32)
-
-
-def kmeans(vectors: np.ndarray, k: int, seed: int = 0, fit_max: int = KMEANS_FIT_MAX,
-           iterations: int = KMEANS_ITERATIONS) -> np.ndarray:
-    """Cluster of each row: spherical k-means (unit vectors, cosine), k-means++ seeding,
-    centres fitted on a seeded sample of at most fit_max rows, then every row assigned."""
-    n = len(vectors)
-    if k <= 1 or n <= k:
-        return np.zeros(n, dtype=np.int16) if k <= 1 else np.arange(n, dtype=np.int16)
-    rng = np.random.default_rng(seed)
-    fit = vectors if n <= fit_max else vectors[np.sort(rng.choice(n, fit_max, replace=False))]
-    centres = [fit[rng.integers(len(fit))]]
-    dist = 1.0 - fit @ centres[0]
-    for _ in range(1, k):
-        p = np.clip(dist, 0, None) ** 2
-        p = p / p.sum() if p.sum() > 0 else np.full(len(fit), 1 / len(fit))
-        centres.append(fit[rng.choice(len(fit), p=p)])
-        dist = np.minimum(dist, 1.0 - fit @ centres[-1])
-    c = np.stack(centres)
-    labels = np.full(len(fit), -1)
-    for _ in range(iterations):
-        new = np.argmax(fit @ c.T, axis=1)
-        if np.array_equal(new, labels):
-            break
-        labels = new
-        for j in range(k):
-            members = fit[labels == j]
-            if len(members):
-                m = members.sum(axis=0)
-                c[j] = m / (np.linalg.norm(m) or 1.0)
-    out = np.concatenate([np.argmax(part @ c.T, axis=1) for part in np.array_split(
-        vectors, max(1, n // 20000))])
-    # themes numbered by size, largest first (stable: ties by first row)
-    sizes = np.bincount(out, minlength=k)
-    rank = np.empty(k, dtype=np.int64)
-    rank[sorted(range(k), key=lambda j: (-sizes[j], j))] = np.arange(k)
-    return rank[out].astype(np.int16)
-
-
-def central(vectors: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
-    """The n rows closest to the (cosine) centre of `rows`."""
-    centre = vectors[rows].mean(axis=0)
-    return rows[np.argsort(-(vectors[rows] @ centre), kind="stable")[:n]]
 
 
 def label_clusters(vectors: np.ndarray, cluster: np.ndarray, ids: Sequence[str],

@@ -346,8 +346,8 @@ def test_page_literature_table_screenshot(page, tmp_path):
 
 
 def test_the_map_module_imports_first():
-    """assistant.map imports answer.themes, whose package imports the planner, which uses the
-    map's clustering: imported first (as `ingest` does), the cycle must not break."""
+    """assistant.map imports answer.themes (the clustering the planner's overviews use too):
+    imported first, as `ingest` does, nothing may import back into the map."""
     import subprocess
     import sys
 

@@ -25,7 +25,7 @@ from .query import (Query, asks_previous_papers, paper_id_in, parse, shown_lists
 from .reading import Read, Reader
 from .relevance import Judge, Judged, authors_named
 from .naming import named_in_abstract, names_paper, names_title, new_terms, title_names
-from .themes import Theme, target_groups, theme_name, themes
+from .themes import Theme, central, kmeans, target_groups, theme_name, themes
 
 SINGULAR_RE = re.compile(r"\b(which|what) (paper|work|article|study|method)\b|\bthe paper\b", re.I)
 PLURAL_RE = re.compile(r"\b(papers|works|studies|articles|any work|is there (any|work))\b", re.I)
@@ -218,8 +218,6 @@ class Planner:
         if len(ids) <= self.policy.summary_max:
             grouped = self._themes(papers, scope)
             return grouped, [len(t.papers) for t in grouped]
-        from ..map import central, kmeans  # here: assistant.map imports answer.themes (a cycle)
-
         vectors = self.store.paper_vectors(ids)
         vectors = vectors / (np.linalg.norm(vectors, axis=1, keepdims=True) + 1e-9)
         groups = kmeans(vectors, target_groups(len(ids), self.settings.max_themes))
