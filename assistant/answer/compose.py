@@ -3,6 +3,7 @@
 The pipeline writes the parts that must be exact (comparison tables, the per-theme paper list
 of a summary, extracts, author lists) from the abstracts themselves, already cited; the model
 writes only the prose (an answer, an overview, a verdict), which grounding then checks.
+Every string a user reads from an answer (refusals, notices, headings) is written here.
 """
 from __future__ import annotations
 
@@ -329,3 +330,24 @@ def table_intro(topic: str, rows: int, matching: int, collection: int) -> str:
         lead = f"A table of the {rows} paper{'s' * (rows != 1)}."
     return (lead + " Each cell quotes the paper's abstract; “—” means the abstract says nothing "
             "close to that column.")
+
+
+# -- notices and headings the engine and planner show (users' strings live in this module)
+EXTRACTS_HEADING = "Extracts from the most relevant papers:"
+ALSO_RELEVANT_HEADING = "Also relevant:"
+UNVERIFIED = "The model's answer could not be verified against the abstracts; showing extracts."
+TABLE_NEEDS_PAPERS = ("Which papers should the table cover? Name a topic (“Make a table of the papers "
+                      "on causal inference: method, data”) or the papers.")
+
+
+def model_failed(error: Exception) -> str:
+    return f"The language model failed ({type(error).__name__}: {str(error)[:120]}); showing extracts instead."
+
+
+def model_unavailable(reason: str) -> str:
+    return f"The language model is unavailable ({reason}); showing extracts instead."
+
+
+def not_found(targets: list[str]) -> str:
+    """The sides of a comparison that found no paper."""
+    return "Not found in this collection: " + ", ".join(f"“{m}”" for m in targets) + "."

@@ -115,16 +115,13 @@ class AnswerEngine:
                 yield from turn.sentences(checked.close())
             except BackendError as exc:  # a failing backend falls back to extracts
                 failed = True
-                plan.notices.append(f"The language model failed ({type(exc).__name__}: "
-                                    f"{str(exc)[:120]}); showing extracts instead.")
+                plan.notices.append(compose.model_failed(exc))
         turn.grounded = checked.result
         # A model that died mid-answer leaves a fragment: the extracts follow what was shown.
         if (failed or not checked.result.used) and plan.fallback:
             if llm is not None and checked.result.dropped and not failed:
-                plan.notices.append("The model's answer could not be verified against the "
-                                    "abstracts; showing extracts.")
-            yield turn.show(turn.sep() + "Extracts from the most relevant papers:\n"
-                            + turn.numbering.apply(plan.fallback))
+                plan.notices.append(compose.UNVERIFIED)
+            yield turn.show(turn.sep() + compose.EXTRACTS_HEADING + "\n" + turn.numbering.apply(plan.fallback))
         elif checked.result.used:
             also = self._also_relevant(plan, checked.result.used)
             if also:
@@ -141,8 +138,7 @@ class AnswerEngine:
             except BackendError as exc:
                 self._llm_error = f"{type(exc).__name__}: {exc}"
         if self._llm is None:
-            notices.append(f"The language model is unavailable ({self._llm_error}); "
-                           "showing extracts instead.")
+            notices.append(compose.model_unavailable(self._llm_error))
         return self._llm
 
     def _reader(self) -> Optional[Reader]:
@@ -233,7 +229,7 @@ class AnswerEngine:
         rest = [s for s in plan.sources if s.n not in used]
         if not rest:
             return ""
-        return "\n\nAlso relevant:\n" + compose.extracts(rest, words=30)
+        return f"\n\n{compose.ALSO_RELEVANT_HEADING}\n" + compose.extracts(rest, words=30)
 
 
 @dataclass

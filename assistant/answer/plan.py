@@ -263,7 +263,7 @@ class Planner:
         plan.retrieved = [as_hit(p) for p in papers] + [h for h in plan.retrieved
                                                         if h.paper.paper_id not in chosen]
         if missing:
-            plan.notices.append("Not found in this collection: " + ", ".join(f"“{m}”" for m in missing) + ".")
+            plan.notices.append(compose.not_found(missing))
         if not papers:
             return self._refuse(plan, q, [], filters)
         plan.sources = self._sources(papers, [q.message], per_part=2)
@@ -459,9 +459,8 @@ class Planner:
             shown = self._last_shown(history)
             if not shown:
                 plan.abstain = True
-                plan.prefix = compose.choices([]) if asks_previous_papers(q.message) else (
-                    "Which papers should the table cover? Name a topic (“Make a table of the papers "
-                    "on causal inference: method, data”) or the papers.")
+                plan.prefix = (compose.choices([]) if asks_previous_papers(q.message)
+                               else compose.TABLE_NEEDS_PAPERS)
             plan.retrieved = [as_hit(p) for p in shown]
             return shown, 0
         named = self._named_papers(topic)
