@@ -36,6 +36,12 @@ from assistant.config import RelevancePolicy  # noqa: E402
 
 WRONG_IF_ANSWERED = ("loo", "none", "cross")
 CACHE = ROOT / "benchmarks" / ".stores" / "reading_yes.jsonl"
+FOLDS = 5
+
+
+def fold_of(rec: dict) -> int:
+    """A question's fold, by a hash of the underlying question (its leave-one-out twin with it)."""
+    return int(hashlib.md5(rec["item"].qid.split("#")[0].encode()).hexdigest(), 16) % FOLDS
 
 
 def read_questions(records: list[dict], floor: float) -> list[dict]:
@@ -94,7 +100,10 @@ def collect(questions: list[dict], papers: int) -> dict[str, float]:
     """The reading of each question's best candidates, appended to the cache as read; the
     corpora's questions interleaved (by a hash of their id), so a partial run covers them all."""
     cache = read_cache()
-    questions = sorted(questions, key=lambda r: hashlib.md5(r["item"].qid.encode()).hexdigest())
+    # answerable, leave-one-out and written out-of-corpus questions first: other corpora's
+    # questions are the easiest negatives, read last
+    questions = sorted(questions, key=lambda r: (r["item"].kind == "cross",
+                                                 hashlib.md5(r["item"].qid.encode()).hexdigest()))
     readers, stores = {}, {}
     t0, done = time.perf_counter(), 0
     CACHE.parent.mkdir(parents=True, exist_ok=True)
@@ -232,29 +241,35 @@ def main() -> int:
     cache = read_cache() if args.cached_only else collect(questions, args.papers)
     if args.collect_only:
         return 0
-    train = [r for r in questions if not r["item"].held_out()]
-    held = [r for r in questions if r["item"].held_out()]
-    model = fit(list(rows_of(train, cache, args.papers)))
-    best = best_read(held, cache, model, args.papers)
-    model.threshold = choose_threshold(held, best, gate.threshold, sure)
+    # too few read questions for one 70/30 split: the threshold is chosen on out-of-fold
+    # probabilities (each question scored by a model fitted without its fold), the model then
+    # fitted on all of them
+    read = [r for r in questions if r["item"].qid in {rec["item"].qid for rec, *_ in rows_of(questions, cache, args.papers)}]
+    best: dict = {}
+    for fold in range(FOLDS):
+        train = [r for r in read if fold_of(r) != fold]
+        best.update(best_read([r for r in read if fold_of(r) == fold], cache,
+                              fit(list(rows_of(train, cache, args.papers))), args.papers))
+    model = fit(list(rows_of(read, cache, args.papers)))
+    model.threshold = choose_threshold(read, best, gate.threshold, sure)
     print(f"model: {model.w_gate:+.3f} * logit(p) {model.w_yes:+.3f} * logit(yes) {model.w_lead:+.3f} * lead "
-          f"{model.intercept:+.3f}; threshold {model.threshold:.3f}; unread above gate p {sure}")
-    fig = figures(held, best, gate.threshold, model.threshold, sure)
-    report("held-out", fig)
+          f"{model.intercept:+.3f}; threshold {model.threshold:.3f}; unread above gate p {sure:.3f}")
+    fig = figures(read, best, gate.threshold, model.threshold, sure)
+    report("out-of-fold", fig)
     for corpus in args.corpora.split(","):
-        report(corpus, figures([r for r in held if r["item"].corpus == corpus], best, gate.threshold,
+        report(corpus, figures([r for r in read if r["item"].corpus == corpus], best, gate.threshold,
                                model.threshold, sure))
     if args.write:
         model.provenance = {
             "fitted_by": "benchmarks/calibrate_reading.py", "date": time.strftime("%Y-%m-%d"),
             "read": f"best candidate gate p >= {args.floor}, at most {args.per_corpus} questions a corpus",
             "papers_per_question": args.papers, "unread_above": sure,
-            "training_rows": len(list(rows_of(train, cache, args.papers))),
-            "threshold_rule": "most right answers minus wrong ones (wrong paper, out-of-corpus, "
-                              "leave-one-out) on the held-out read questions; ties the stricter",
-            "held_out": fig,
+            "questions_read": len(read), "training_rows": len(list(rows_of(read, cache, args.papers))),
+            "threshold_rule": f"most right answers minus wrong ones (wrong paper, out-of-corpus, "
+                              f"leave-one-out) on {FOLDS}-fold out-of-fold probabilities; ties the stricter",
+            "out_of_fold": fig,
         }
-        MODEL_PATH.write_text(json.dumps(model.to_json(), indent=1))
+        MODEL_PATH.write_text(json.dumps(model.to_json(), indent=1, default=int))
         print(f"wrote {MODEL_PATH}")
     return 0
 

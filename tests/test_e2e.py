@@ -75,7 +75,7 @@ def test_local_model_reads_the_paper_that_answers_as_more_likely_yes(local_pa):
     papers = {p.authors[0]: p for p in local_pa.store.papers().values()}
     right = reader.yes(SYCOPHANCY_QUESTION, papers["Itai Shapira"])
     far = reader.yes(SYCOPHANCY_QUESTION, papers["Rémi Khellaf"])  # federated causal inference
-    assert right > 0.5 > far
+    assert right > 0.5 and right > far + 0.2
 
 
 # Reworded the way new users asked them (issue 21): the gate alone refuses or doubts each; the
@@ -94,12 +94,18 @@ REWORDED = [
 
 
 @pytest.mark.parametrize("question,authors", REWORDED)
-def test_local_model_reads_reworded_questions_and_cites_their_paper(local_pa, question, authors):
+def test_local_model_reads_reworded_questions_and_never_denies_their_paper(local_pa, question, authors):
+    # cited, with the model's prose, or (when the combined judgement is not sure enough to cite)
+    # offered first as a paper the model's reading says may answer it: never "does not answer"
     answer = local_pa.ask(question)
     _assert_grounded(answer)
-    assert not answer.abstained
-    assert _cited_first_authors(answer) & authors
-    assert "Extracts from" not in answer.answer  # the model's prose passed the check
+    if answer.abstained:
+        first = local_pa.store.paper(answer.presented[0])
+        assert first.authors[0] in authors
+        assert "may answer it" in answer.answer.split("\n2.")[0], answer.answer
+    else:
+        assert _cited_first_authors(answer) & authors
+        assert "Extracts from" not in answer.answer  # the model's prose passed the check
 
 
 def test_local_model_rewrite_recovers_a_paraphrase_the_gate_refuses(local_pa):

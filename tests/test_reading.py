@@ -123,6 +123,14 @@ def test_planner_answers_what_the_reading_accepts_and_says_what_it_read(seed_ass
         planner.reader = lambda: Reader(Says({t: 0.01 for t in titles}), engine.embed, settings.relevance, MODEL)
         refused = planner.plan(SYCOPHANCY_QUESTION, [], None, None, None)
         assert refused.abstain and "read and judged not to answer" in refused.prefix
+        # the model said yes, but the combined judgement is not sure enough to cite: say so
+        strict = ReadingModel(w_gate=0.0, w_yes=1.0, w_lead=2.0, intercept=0.0, threshold=0.999, provenance={})
+        planner.reader = lambda: Reader(Says(titles), engine.embed, settings.relevance, strict)
+        unsure = planner.plan(SYCOPHANCY_QUESTION, [], None, None, None)
+        assert unsure.abstain and unsure.sources == [] and "I am not sure" in unsure.prefix
+        assert unsure.offered[0].authors[0] == "Itai Shapira"
+        assert "1. *" in unsure.prefix and "may answer it, but I am not sure enough" in unsure.prefix.split("\n2.")[0]
+        assert "judged not to answer it" in unsure.prefix.split("\n2.")[1]
     finally:
         planner.reader = engine._reader
     # without a model (backend none) the gate judges alone, and unread papers are only the nearest

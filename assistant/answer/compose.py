@@ -224,25 +224,33 @@ EMPTY_COLLECTION = ("The collection is empty, so I cite no paper. Add papers fir
 
 
 def refusal(intent: str, topic: str, offered: list[Paper], filtered: bool = False,
-            outside: Optional[list[Paper]] = None, empty: bool = False, read: bool = False,
-            nearest: str = "") -> str:
-    """Nothing in the collection answers: say so plainly and cite nothing. A summary names its
-    topic (a noun phrase); a question is never echoed back as if it were one. An empty
-    collection is said to be empty, not to lack the topic. Papers are said not to answer only
-    when the model `read` them; unread, they are the nearest, with the `nearest` one's closest
-    sentence, and the collection may not answer it directly."""
+            outside: Optional[list[Paper]] = None, empty: bool = False,
+            said_yes: Optional[list[bool]] = None, nearest: str = "") -> str:
+    """Nothing in the collection was accepted: say so plainly and cite nothing. A summary names
+    its topic (a noun phrase); a question is never echoed back as if it were one. An empty
+    collection is said to be empty, not to lack the topic. `said_yes`: the model read the
+    offered papers and, per paper, whether it said yes; a paper it said yes to (though not
+    surely enough to cite) is said to possibly answer, one it said no to not to answer. Unread
+    (said_yes None), they are the nearest, with the `nearest` one's closest sentence."""
     if empty:
         return EMPTY_COLLECTION
     subject = f"on *{shorten(topic, 12)}*" if intent == "summary" else "that answers this"
     scope = "among the papers your filters allow" if filtered else "in this collection"
-    if read:
+    unsure = bool(said_yes) and any(said_yes)
+    if unsure:
+        text = f"I am not sure anything {scope} answers this, so I cite no paper."
+    elif said_yes is not None:
         text = f"I found nothing {scope} {subject}, so I cite no paper."
     else:
         text = f"I found nothing {scope} {subject} directly, so I cite no paper."
     if outside:
         names = "; ".join(f"*{short_name(p)}*" for p in outside)
         text += f" Outside your filters, these papers are about it: {names}. Clear the filters to use them."
-    if offered and read:
+    if offered and unsure:
+        notes = ["it may answer it, but I am not sure enough to cite it" if yes else "judged not to answer it"
+                 for yes in said_yes]
+        text += "\n\n" + closest_list(offered, "The closest papers, which I read:", notes)
+    elif offered and said_yes is not None:
         text += "\n\n" + closest_list(offered, "The closest papers, which I read and judged not to answer it:")
     elif offered:
         if nearest:
@@ -262,9 +270,11 @@ def unknown_category(label: str, categories: list[str], listed: int) -> str:
     return f"No category of this collection is called “{label}”, so I read it as a topic. Its categories: {names}."
 
 
-def closest_list(papers: list[Paper], heading: str) -> str:
+def closest_list(papers: list[Paper], heading: str, notes: Optional[list[str]] = None) -> str:
+    notes = notes or [""] * len(papers)
     lines = [heading] + [f"{i}. *{shorten(p.title, 14)}*" + (f" — {p.author_line(2)}" if p.authors else "")
-                         for i, p in enumerate(papers, 1)]
+                         + (f" ({note})" if note else "")
+                         for i, (p, note) in enumerate(zip(papers, notes), 1)]
     lines.append("If one of them is what you meant, ask about it (“the first one”).")
     return "\n".join(lines)
 

@@ -305,8 +305,9 @@ class Planner:
         nearest = ""
         if reading is None and plan.offered and q.topic:
             nearest = (evidence_for(plan.offered[0], [q.topic], self.embed, 1) or [""])[0]
+        said_yes = None if reading is None else [j.features["yes"] >= 0.5 for j in offered[: len(plan.offered)]]
         plan.prefix = compose.refusal(q.intent, q.topic, plan.offered, filtered, outside, empty,
-                                      read=reading is not None, nearest=nearest)
+                                      said_yes=said_yes, nearest=nearest)
         return plan
 
     def _relevant_outside(self, q: Query, filters: Filters) -> list[Paper]:
