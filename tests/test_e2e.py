@@ -71,7 +71,7 @@ def test_local_model_reads_the_paper_that_answers_as_more_likely_yes(local_pa):
     from assistant.answer.reading import Reader
 
     llm = local_pa.engine._get_llm([])
-    reader = Reader(llm.choice_probabilities, local_pa.settings.relevance)
+    reader = Reader(llm.choice_probabilities, local_pa.engine.embed, local_pa.settings.relevance)
     papers = {p.authors[0]: p for p in local_pa.store.papers().values()}
     right = reader.yes(SYCOPHANCY_QUESTION, papers["Itai Shapira"])
     far = reader.yes(SYCOPHANCY_QUESTION, papers["Rémi Khellaf"])  # federated causal inference
