@@ -292,9 +292,9 @@ class Planner:
     # ------------------------------------------------------------------ refusals
     def _refuse(self, plan: TurnPlan, q: Query, judged: list[Judged], filters,
                 reading: Optional[Read] = None) -> TurnPlan:
-        """Nothing was accepted: say so, cite nothing, offer the closest papers as choices. Only
-        papers the model read and judged are said not to answer; unread ones are the nearest,
-        with the sentence of the nearest that comes closest to the question."""
+        """Nothing was accepted: say so, cite nothing, offer the closest papers as choices. Papers
+        the model read are described as it judged them (yes: they may answer; no: they do not);
+        unread ones are only the nearest, with the nearest one's sentence closest to the question."""
         plan.abstain = True
         plan.sources = []
         offered = reading.read if reading is not None else judged
