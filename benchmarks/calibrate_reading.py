@@ -50,27 +50,6 @@ def read_questions(records: list[dict], floor: float) -> list[dict]:
             and max(r["p"]) >= floor]
 
 
-def sampled_records(corpus: str, rel_args, limit: int) -> list[dict]:
-    """calibrate_relevance's records (candidates and features) of at most `limit` of the corpus's
-    labelled questions, chosen by a hash of their id; collected once, in the same cache."""
-    import pickle
-
-    items = cr.labelled_items(corpus, rel_args)
-    items.sort(key=lambda i: hashlib.md5(i.qid.encode()).hexdigest())
-    items = items[:limit] if limit else items
-    cache = Path(rel_args.cache) / f"relevance_candidates_{corpus}.pkl"
-    cached = cr._Unpickler(cache.open("rb")).load() if cache.exists() else []
-    known = {(r["item"].qid, r.get("text", r["item"].query)): r for r in cached}
-    missing = [i for i in items if (i.qid, cr.judged_text(i)) not in known]
-    if missing:
-        print(f"{corpus}: {len(missing)} of {len(items)} questions to collect", file=sys.stderr)
-        known.update({(r["item"].qid, r["text"]): r for r in cr.collect(missing, rel_args.candidates)})
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_bytes(pickle.dumps(list(known.values())))
-    records = [{**known[(i.qid, cr.judged_text(i))], "item": i} for i in items]
-    return cr.featurize(records, open_corpus(corpus).store.corpus_stats())
-
-
 def make_reader(store) -> Reader:
     from assistant import load_settings
     from assistant.answer.evidence import SentenceEmbeddings
@@ -233,7 +212,7 @@ def main() -> int:
                                   limit_scifact=args.scifact, cross=120)
     records, questions = [], []
     for corpus in args.corpora.split(","):
-        recs = cr.scored(sampled_records(corpus, rel_args, args.per_corpus), gate)
+        recs = cr.scored(cr.corpus_records(corpus, rel_args, args.per_corpus), gate)
         records += recs
         questions += read_questions(recs, args.floor)
     print(floor_cost(records, args.floor), file=sys.stderr)
@@ -244,7 +223,8 @@ def main() -> int:
     # too few read questions for one 70/30 split: the threshold is chosen on out-of-fold
     # probabilities (each question scored by a model fitted without its fold), the model then
     # fitted on all of them
-    read = [r for r in questions if r["item"].qid in {rec["item"].qid for rec, *_ in rows_of(questions, cache, args.papers)}]
+    all_read = {rec["item"].qid for rec, *_ in rows_of(questions, cache, args.papers)}
+    read = [r for r in questions if r["item"].qid in all_read]
     best: dict = {}
     for fold in range(FOLDS):
         train = [r for r in read if fold_of(r) != fold]
