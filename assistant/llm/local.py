@@ -137,9 +137,9 @@ def _chat_prompt(llama: Any, messages: Sequence[dict]) -> str:
 def _choice_probabilities(llama: Any, prompt: str, options: Sequence[str]) -> list[float]:
     """The probability of each option as the first token of the reply to ``prompt``, over the
     options alone (each option's first token, with and without a leading capital). The prompt's
-    tokens shared with the previous call stay in the KV cache (llama-cpp-python's own prefix
-    reuse, as in ``Llama.generate``), so candidates read against one question pay only for what
-    differs; only the last position gets logits."""
+    tokens shared with the previous call (the chat template's system turn and the prompt's opening
+    words) stay in the KV cache, as ``Llama.generate`` reuses them; only the last position gets
+    logits."""
     import numpy as np
 
     head = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
