@@ -22,6 +22,7 @@ class Paper(BaseModel):
     paper_id: str
     title: str
     authors: list[str] = Field(default_factory=list)
+    authors_incomplete: bool = False  # the record's list ended in "et al." / 等: names are missing
     abstract: str
     category: Optional[str] = None
     year: Optional[int] = None

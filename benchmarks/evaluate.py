@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from collections import defaultdict
@@ -43,8 +44,19 @@ DEFAULT_SETS = {
     "seed-reworded": ("seed", QUESTIONS / "seed_reworded.jsonl"),
     "arxiv_math-reworded": ("arxiv_math", QUESTIONS / "arxiv_math_reworded.jsonl"),
     "ml_conf-reworded": ("ml_conf", QUESTIONS / "ml_conf_reworded.jsonl"),
+    # blind: described comparisons, "those two", follow-ups about a paper in focus (details and
+    # author counts), multi-part questions, comparisons with a side (or both) not in the corpus
+    "seed-conversations": ("seed", QUESTIONS / "seed_conversations.jsonl"),
+    "arxiv_math-conversations": ("arxiv_math", QUESTIONS / "arxiv_math_conversations.jsonl"),
+    "ml_conf-conversations": ("ml_conf", QUESTIONS / "ml_conf_conversations.jsonl"),
     "scifact-heldout": ("scifact", None),
 }
+# kinds whose every expected paper must be cited (else: any one of them), and kinds where
+# citing nothing is right
+EVERY_PAPER = {"compare", "described_compare", "those_two", "multipart", "compare_one_absent"}
+REFUSALS = {"none", "compare_both_absent"}
+NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+                "eleven", "twelve", "thirteen", "fourteen", "fifteen"]
 
 
 def scifact_heldout_items(limit: int) -> list[dict]:
@@ -82,8 +94,14 @@ def run_item(pa, item: dict):
     return answer
 
 
-def score(items: list[dict], answers: dict, by_level: bool = False) -> dict:
-    rows = defaultdict(lambda: {"n": 0, "hit": 0, "tp": 0, "cited": 0, "expected": 0})
+def says_count(text: str, n: int) -> bool:
+    """Does the answer state the number n (as digits or a word)?"""
+    words = set(re.findall(r"[a-z]+|\d+", text.lower()))
+    return str(n) in words or (n < len(NUMBER_WORDS) and NUMBER_WORDS[n] in words)
+
+
+def score(items: list[dict], answers: dict, by_level: bool = False, texts: dict | None = None) -> dict:
+    rows = defaultdict(lambda: {"n": 0, "hit": 0, "tp": 0, "cited": 0, "expected": 0, "counted": 0})
     for it in items:
         cited = set(answers[it["id"]])
         expect = set(it["expect"])
@@ -91,27 +109,31 @@ def score(items: list[dict], answers: dict, by_level: bool = False) -> dict:
         for key in keys:
             r = rows[key]
             r["n"] += 1
-            if it["kind"] == "none":  # a refusal is right
+            if it["kind"] in REFUSALS:  # a refusal is right
                 r["hit"] += not cited
                 continue
-            r["hit"] += expect <= cited if it["kind"] == "compare" else bool(cited & expect)
+            r["hit"] += expect <= cited if it["kind"] in EVERY_PAPER else bool(cited & expect)
             r["tp"] += len(cited & expect)
             r["cited"] += len(cited)
             r["expected"] += len(expect)
+            if "answer_count" in it and texts is not None:
+                r["counted"] += says_count(texts[it["id"]], it["answer_count"])
     return rows
 
 
 def print_rows(name: str, rows: dict, seconds: float) -> None:
     print(f"\n{name}  ({rows['all']['n']} items, {seconds:.0f} s)")
     for kind, r in sorted(rows.items(), key=lambda kv: (kv[0] == "all", kv[0])):
-        if kind.split("/")[0] == "none":
+        if kind.split("/")[0] in REFUSALS:
             print(f"  {kind:14s} n={r['n']:3d}  refused {r['hit'] / r['n']:.2f}")
             continue
         if kind == "all":
-            r = {**r, "n": r["n"] - rows.get("none", {"n": 0})["n"],
-                 "hit": r["hit"] - rows.get("none", {"hit": 0})["hit"]}
+            refusals = [rows[k] for k in REFUSALS if k in rows]
+            r = {**r, "n": r["n"] - sum(x["n"] for x in refusals),
+                 "hit": r["hit"] - sum(x["hit"] for x in refusals)}
+        counted = f"  count stated {r['counted']}/{r['n']}" if kind == "followup_count" else ""
         print(f"  {kind:14s} n={r['n']:3d}  hit {r['hit'] / max(r['n'], 1):.2f}  "
-              f"recall {r['tp'] / max(r['expected'], 1):.2f}  precision {r['tp'] / max(r['cited'], 1):.2f}")
+              f"recall {r['tp'] / max(r['expected'], 1):.2f}  precision {r['tp'] / max(r['cited'], 1):.2f}{counted}")
 
 
 def main() -> int:
@@ -150,17 +172,18 @@ def main() -> int:
         pa = open_corpus(corpus, backend=args.backend)
         items = load_items(corpus, path, pa, args.scifact_limit)
         t0 = time.perf_counter()
-        answers = {}
+        answers, texts = {}, {}
         for it in items:
             ans = run_item(pa, it)
             answers[it["id"]] = [c.paper_id for c in ans.citations]
+            texts[it["id"]] = ans.answer
             if args.show:
                 ok = set(answers[it["id"]]) == set(it["expect"])
                 print(f"{'ok ' if ok else '   '}{it['id']:14s} {it['kind']:8s} expect={sorted(it['expect'])} "
                       f"cited={answers[it['id']]}  | {it['turns'][-1][:80]}")
-        rows = score(items, answers, by_level=args.level)
+        rows = score(items, answers, by_level=args.level, texts=texts)
         print_rows(name, rows, time.perf_counter() - t0)
-        results[name] = {"rows": rows, "answers": answers}
+        results[name] = {"rows": rows, "answers": answers, "texts": texts}
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, default=dict))
     return 0

@@ -349,3 +349,40 @@ def test_an_empty_collection_says_so_instead_of_lacking_the_topic(tmp_path, mess
     answer = PaperAssistant(make_settings(tmp_path / "empty")).ask(message)
     assert answer.abstained and not answer.citations
     assert "collection is empty" in answer.answer and "paper-assistant ingest" in answer.answer
+
+
+# ---------------------------------------------------------------- conversation (issue 22)
+def _talk(pa, *messages):
+    history, answer = [], None
+    for m in messages:
+        answer = pa.ask(m, history)
+        history += [Turn(role="user", content=m), answer.as_turn()]
+    return answer
+
+
+def test_each_part_of_a_two_paper_question_is_found_on_its_own(pa):
+    answer = pa.ask("Which paper studies face relighting, and who wrote the one about spatial transcriptomics?")
+    assert not answer.abstained
+    assert {"Jue Gong", "Zhenglun Kong"} <= set(first_authors(answer))
+    assert "Marinka Zitnik" in answer.answer  # the second part asked who wrote it
+
+
+def test_a_part_nothing_answers_is_named_and_the_other_part_answered(pa):
+    answer = pa.ask("Which paper studies face relighting, and which paper is about quantum error correction?")
+    assert not answer.abstained and "Jue Gong" in first_authors(answer)
+    assert any("quantum error correction" in n for n in answer.notices + [answer.answer])
+
+
+def test_compare_those_two_takes_one_paper_from_each_earlier_answer(pa):
+    answer = _talk(pa, "What does the paper on Kolmogorov-Arnold Networks show?",
+                   "And what about the data assimilation paper?", "Compare those two.")
+    assert answer.intent == "compare"
+    assert set(first_authors(answer)) == {"Puyu Wang", "Martin Andrae"}
+
+
+def test_an_author_count_is_a_number_and_says_when_the_list_is_cut(pa):
+    answer = _talk(pa, "Which paper proposes a benchmark for embodied multimodal LLMs?",
+                   "How many authors does it have?")
+    assert "at least 10 authors" in answer.answer and "et al." in answer.answer
+    answer = _talk(pa, "Which paper is about Kolmogorov-Arnold Networks?", "number of authors?")
+    assert f"That is {len(answer.citations[0].authors)} authors." in answer.answer

@@ -537,3 +537,13 @@ def test_real_arxiv_math_file_reads_cleanly():
     assert len(papers) == 3397
     assert len({p.paper_id for p in papers}) == 3397
     assert all(p.title and p.abstract and p.authors and p.year and not p.title_is_derived for p in papers)
+
+
+@pytest.mark.parametrize("authors,cut", [("Yu Qi, Haibo Zhao 等", True), (["A B", "et al."], True),
+                                         ("A. Smith, B. Jones et al.", True), ("A B, C D", False),
+                                         (["A B", "C D"], False)])
+def test_an_author_list_ending_in_et_al_is_marked_incomplete(authors, cut):
+    from assistant.corpus.fields import paper_from_fields
+
+    paper = paper_from_fields({"abstract": "An abstract.", "authors": authors}, "t:1")
+    assert paper.authors_incomplete is cut and "et al." not in paper.authors and paper.authors

@@ -428,3 +428,28 @@ def test_no_categories_no_scope():
 def test_a_category_the_collection_lacks_is_read_as_a_topic(message, intent, topic, unknown):
     q = parse(message, [], categories=SEED_CATEGORIES)
     assert (q.intent, q.topic, q.unknown_category) == (intent, topic, unknown)
+
+
+def test_each_part_of_a_question_is_read_with_its_own_topic():
+    q = parse("Which paper studies face relighting, and who wrote the one about spatial transcriptomics?", [])
+    assert [bool(p.topic) for p in q.parts] == [True, True]
+    assert "transcriptomics" in q.parts[1].topic and "wrote" not in q.parts[1].topic
+    assert q.parts[1].metadata and not q.parts[0].metadata
+    q = parse("Which paper is about Kolmogorov-Arnold Networks, and who wrote it?", [])
+    assert [bool(p.topic) for p in q.parts] == [True, False]  # "it" points back: no search of its own
+
+
+@pytest.mark.parametrize("message", ["How many authors does it have?", "number of authors?",
+                                     "so it's a single-author paper?", "How many people are on the author list?"])
+def test_an_author_count_is_read_as_one(message):
+    q = parse(message, [])
+    assert q.counts_authors and q.asks_authors
+
+
+@pytest.mark.parametrize("message", ["compare those two", "Which one has the larger dataset?",
+                                     "Which of the two gives an explicit stationary distribution?",
+                                     "How do they differ?"])
+def test_those_two_after_two_one_paper_answers_points_at_both(message):
+    history = [Turn(role="user", content="a"), Turn(role="assistant", content="x [1]", paper_ids=["A"]),
+               Turn(role="user", content="b"), Turn(role="assistant", content="y [1]", paper_ids=["B"])]
+    assert sorted(parse(message, history).references) == ["A", "B"]

@@ -7,7 +7,6 @@ Every string a user reads from an answer (refusals, notices, headings) is writte
 """
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 from ..prompts import render
@@ -32,16 +31,6 @@ def source_block(source: Source) -> str:
 
 def sources_text(sources: list[Source]) -> str:
     return "\n".join(source_block(s) for s in sources)
-
-
-METADATA_PART_RE = re.compile(r"^\s*(and\s+)?(who (wrote|authored|are the authors|is the author|made|published)"
-                              r"|what are the authors|(when|what year|which year) (was|is) (it|this|that)"
-                              r"|(which|what) venue)\b", re.I)
-
-
-def is_metadata_part(part: str) -> bool:
-    """A part answered from the paper's record, not its abstract ("who wrote it")."""
-    return bool(METADATA_PART_RE.search(part))
 
 
 def question_prompt(parts: list[str], sources: list[Source], previous: str = "") -> str:
@@ -182,7 +171,9 @@ def theme_lines(head: str, themes: list[tuple[str, list[Source]]],
     return "\n".join(lines).strip()
 
 
-def authors_answer(sources: list[Source]) -> str:
+def authors_answer(sources: list[Source], count: bool = False) -> str:
+    """Who wrote each paper, from its record; with `count`, how many they are, and "at least"
+    when the record's list ends in "et al." (its names are not all there)."""
     parts = []
     for s in sources:
         names = s.paper.authors
@@ -190,8 +181,25 @@ def authors_answer(sources: list[Source]) -> str:
             parts.append(f"The collection lists no authors for *{short_name(s.paper)}* [{s.n}].")
             continue
         who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        if s.paper.authors_incomplete:
+            who += " and others (the record's author list ends in “et al.”)"
         parts.append(f"*{short_name(s.paper)}* is by {who} [{s.n}].")
+        if count:
+            parts.append(author_count(s.paper))
     return " ".join(parts)
+
+
+def author_count(paper: Paper) -> str:
+    n = len(paper.authors)
+    noun = "author" if n == 1 else "authors"
+    if paper.authors_incomplete:
+        return f"That is at least {n} {noun}: the collection lists {n} by name, then “et al.”."
+    return f"That is {n} {noun}." if n > 1 else "That is 1 author: a single-author paper."
+
+
+def parts_not_found(parts: list[str]) -> str:
+    """The parts of a multi-part question that no paper in the collection answers."""
+    return "Nothing in this collection answers: " + "; ".join(f"“{p.strip().rstrip('?')}?”" for p in parts)
 
 
 def lead(sources: list[Source]) -> str:

@@ -27,8 +27,6 @@ from .relevance import Judge, Judged, authors_named
 from .naming import named_in_abstract, names_paper, names_title, new_terms, title_names
 from .themes import Theme, central, kmeans, target_groups, theme_name, themes
 
-SINGULAR_RE = re.compile(r"\b(which|what) (paper|work|article|study|method)\b|\bthe paper\b", re.I)
-PLURAL_RE = re.compile(r"\b(papers|works|studies|articles|any work|is there (any|work))\b", re.I)
 
 
 @dataclass
@@ -106,20 +104,50 @@ class Planner:
         if focus and not self._names_other_papers(q.message, focus):
             plan = TurnPlan("question", q.message, retrieved=[as_hit(p) for p in focus])
             return self._about(plan, q, focus, previous=previous_user_message(history))
+        if sum(bool(part.topic) for part in q.parts) > 1:  # "which paper does X, and who wrote the one on Y?"
+            return self._parts(q, filters, k)
         hits, judged = self._judged(q.topic, filters, max(k or 0, self.policy.candidates))
-        singular = bool(SINGULAR_RE.search(q.message)) and not PLURAL_RE.search(q.message)
-        plural = bool(PLURAL_RE.search(q.message))
-        reading = self._read(q.message, judged)
-        if reading is not None:  # the model read the candidates: the reading judges
-            chosen = self.judge.choose(reading.accepted, singular, plural, reading.threshold)
-        else:
-            chosen = self.judge.choose(judged, singular, plural)
+        chosen, reading = self._chosen(q.message, judged, q.singular, q.plural)
         if not chosen and reading is None and self._worth_rewriting(judged):
             hits, chosen = self._rewritten(q, filters, hits)
         plan = TurnPlan("question", q.message, retrieved=hits)
         if not chosen:
             return self._refuse(plan, q, judged, filters, reading)
         return self._about(plan, q, [j.paper for j in chosen])
+
+    def _chosen(self, question: str, judged: list[Judged], singular: bool,
+                plural: bool) -> tuple[list[Judged], Optional[Read]]:
+        """The papers that answer a question, and the model's reading when it read them."""
+        reading = self._read(question, judged)
+        if reading is not None:  # the model read the candidates: the reading judges
+            return self.judge.choose(reading.accepted, singular, plural, reading.threshold), reading
+        return self.judge.choose(judged, singular, plural), None
+
+    def _parts(self, q: Query, filters, k) -> TurnPlan:
+        """A question of several parts about different papers: each part with its own topic is
+        retrieved and judged on its own, and the answer covers the papers found for all of them;
+        a part that found nothing is named in a notice, and only if every part found nothing is
+        the whole refused. A part that only points back ("and who wrote it?") needs no search."""
+        plan = TurnPlan("question", q.message)
+        papers, missing, first_judged, first_reading = [], [], [], None
+        for part in (p for p in q.parts if p.topic):
+            hits, judged = self._judged(part.topic, filters, max(k or 0, self.policy.candidates))
+            chosen, reading = self._chosen(part.text, judged, part.singular or not part.plural, part.plural)
+            plan.retrieved += [h for h in hits if h not in plan.retrieved]
+            papers += [j.paper for j in chosen if j.paper not in papers]
+            if not chosen:
+                missing.append(part.text)
+            if not first_judged:
+                first_judged, first_reading = judged, reading
+        if not papers:
+            return self._refuse(plan, q, first_judged, filters, first_reading)
+        chosen_ids = {p.paper_id for p in papers}
+        plan.retrieved = [as_hit(p) for p in papers] + [h for h in plan.retrieved
+                                                        if h.paper.paper_id not in chosen_ids]
+        plan = self._about(plan, q, papers)
+        if missing:
+            plan.notices.append(compose.parts_not_found(missing))
+        return plan
 
     def _read(self, question: str, judged: list[Judged]) -> Optional[Read]:
         """The model's reading of the best candidates, unless the gate is sure of the best one
@@ -145,15 +173,16 @@ class Planner:
         if not terms(text):
             return hits, []
         new_hits, judged = self._judged(text, filters, self.policy.candidates)
-        chosen = self.judge.choose(judged, singular=bool(SINGULAR_RE.search(q.message)), plural=False)
+        chosen = self.judge.choose(judged, singular=q.singular, plural=False)
         return (new_hits, chosen) if chosen else (hits, [])
 
     def _about(self, plan: TurnPlan, q: Query, papers: list[Paper], previous: str = "") -> TurnPlan:
         """Answer every part of the question from these papers."""
-        plan.sources = self._sources(papers, q.parts)
-        content = [p for p in q.parts if not compose.is_metadata_part(p)]
+        parts = [p.text for p in q.parts]
+        plan.sources = self._sources(papers, parts)
+        content = [p.text for p in q.parts if not p.metadata]
         if q.asks_authors:
-            plan.prefix = compose.authors_answer(plan.sources)
+            plan.prefix = compose.authors_answer(plan.sources, count=q.counts_authors)
         if not content:
             return plan
         plan.prompt = compose.question_prompt(content, plan.sources, previous=previous)
@@ -285,9 +314,13 @@ class Planner:
         named = [j for j in free if title_names(target, j.paper)] or named_in_abstract(target, free)
         if named:
             return named[0].paper, [named[0].hit]
-        # the user says this paper exists: membership (the summary threshold) is enough
-        relevant = self.judge.relevant(free, self.judge.summary_threshold)
-        return (relevant[0].paper, [relevant[0].hit]) if relevant else (None, hits[:2])
+        # a side described in other words: the model reads the best candidates when the gate is
+        # unsure, as for a question; with no model to read, the user's word that the paper
+        # exists makes membership (the summary threshold) enough
+        chosen, reading = self._chosen(target, free, singular=True, plural=False)
+        if not chosen and reading is None:
+            chosen = self.judge.relevant(free, self.judge.summary_threshold)
+        return (chosen[0].paper, [chosen[0].hit]) if chosen else (None, hits[:2])
 
     # ------------------------------------------------------------------ refusals
     def _refuse(self, plan: TurnPlan, q: Query, judged: list[Judged], filters,

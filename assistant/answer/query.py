@@ -94,7 +94,10 @@ DESCRIBED_RES = [
     re.compile(rf"\bthe\s+(?:(two|three|four|five|2|3|4|5)\s+)?(?:papers?|ones?|works?)\s+(?:on|about)\s+"
                rf"([a-z][\w -]{{2,40}}?)\s+{MENTIONED}\b", re.I),
 ]
-BOTH_RE = re.compile(r"\b(both(?: of them)?|the two(?: of them)?|the pair|each other)\b", re.I)
+# the last two papers shown, in one answer or across two: "compare those two", "which one …"
+BOTH_RE = re.compile(r"\b(both(?: of them)?|(?:the|those|these) two(?: of them| papers)?|the pair|each other|"
+                     r"(?:which|either|neither)(?: one)? of (?:the|those|these|them)(?: two)?|which one|"
+                     r"either (?:one|paper))\b", re.I)
 ALL_RE = re.compile(r"\b(them|these|those|all of them|each of them|these papers|those papers)\b", re.I)
 THEY_RE = re.compile(r"\b(they|their)\b", re.I)  # only when nothing else is referred to
 THING = r"(?:paper|one|article|method|approach|model|study)"  # nouns, never verbs ("a paper that studies")
@@ -113,6 +116,39 @@ PART_SPLIT_RE = re.compile(
 
 MODES = ("question", "summary", "compare", "similar", "table")
 
+# how many papers a question wants: "which paper …" one, "papers on …" / "is there any work" several
+SINGULAR_RE = re.compile(r"\b(which|what) (paper|work|article|study|method)\b|\bthe paper\b", re.I)
+PLURAL_RE = re.compile(r"\b(papers|works|studies|articles|any work|is there (any|work))\b", re.I)
+# "how many authors does it have?", "number of authors?", "so it's a single-author paper?"
+COUNT_AUTHORS_RE = re.compile(r"\b(how many|number of|count of)\s+(?:\w+\s+)?(authors?|co-?authors|people|writers)\b|"
+                              r"\b(single|sole|solo|one)[- ]authors?\b|\bauthor list\b", re.I)
+
+
+METADATA_PART_RE = re.compile(r"^\s*(and\s+)?(who (wrote|authored|are the authors|is the author|made|published)"
+                              r"|what are the authors|(when|what year|which year) (was|is) (it|this|that)"
+                              r"|(which|what) venue)\b", re.I)
+
+
+@dataclass
+class Part:
+    """One sub-question of a message: its text, what its own retrieval looks for ("" when it
+    only points back at another part's paper: "and who wrote it?"), and how many papers it
+    wants."""
+
+    text: str
+    topic: str
+    singular: bool
+    plural: bool
+    metadata: bool  # answered from the paper's record, not its abstract ("who wrote it")
+
+
+def read_part(text: str) -> Part:
+    plural = bool(PLURAL_RE.search(text))
+    topic = question_core(COUNT_AUTHORS_RE.sub(" ", AUTHORS_RE.sub(" ", text)))
+    own = [t for t in terms(topic) if t not in POINTING_TERMS]
+    metadata = bool(METADATA_PART_RE.search(text) or COUNT_AUTHORS_RE.search(text))
+    return Part(text, topic if own else "", bool(SINGULAR_RE.search(text)) and not plural, plural, metadata)
+
 
 @dataclass
 class Query:
@@ -124,8 +160,11 @@ class Query:
     reference: str = ""  # how: number, ordinal, range, other, described, both, all, it
     unresolved: str = ""  # a reference with nothing to point at ("the fifth one" of two)
     after_refusal: bool = False  # the references point at the closest papers of a refusal
-    parts: list[str] = field(default_factory=list)
+    parts: list[Part] = field(default_factory=list)
     asks_authors: bool = False
+    counts_authors: bool = False  # "how many authors …": the answer states a number
+    singular: bool = False  # the message wants one paper ("which paper …")
+    plural: bool = False  # the message wants every paper on it ("papers on …")
     categories: list[str] = field(default_factory=list)  # categories named as such: a filter
     scope: str = ""  # how the message named them ("the Applications area")
     unknown_category: str = ""  # a category named as one that the collection lacks ("the NLP area")
@@ -528,6 +567,9 @@ def _words(text: str) -> list[str]:
 # "Tell me more about the survey one": words that point at a paper shown before, even when
 # nothing was shown; such a message names something, it never asks for everything.
 POINTING_WORDS = {"one", "ones", "first", "former", "latter", "other", "second", "third", "last"}
+# a part made only of these points back at another part's paper ("and who wrote that one?")
+POINTING_TERMS = POINTING_WORDS | {"paper", "papers", "work", "works", "study", "article", "method",
+                                   "approach", "same", "also"}
 
 
 def only_request_words(text: str) -> bool:
@@ -561,14 +603,22 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     topic = unknown.phrase if unknown else topic_of(text) if intent == "summary" else question_core(text)
     if intent == "summary" and not refs and only_request_words(topic):
         topic = ""  # the whole scope: the collection, or the categories named or filtered
-    q = Query(message, intent, topic, asks_authors=bool(AUTHORS_RE.search(message)),
-              parts=split_parts(message), categories=scope.categories if scope else [],
+    whole = read_part(message)
+    counts = bool(COUNT_AUTHORS_RE.search(message))
+    q = Query(message, intent, topic, asks_authors=counts or bool(AUTHORS_RE.search(message)),
+              counts_authors=counts, singular=whole.singular, plural=whole.plural,
+              parts=[read_part(p) for p in split_parts(message)], categories=scope.categories if scope else [],
               scope=scope.phrase if scope else "", unknown_category=unknown.phrase if unknown else "")
     for f in refs:
         q.references.extend(p for p in f.ids if p not in q.references)
         q.unresolved = q.unresolved or f.unresolved
     q.reference = refs[0].kind if refs else ""
     turns = shown_lists(history)
+    if not refs and turns and q.asks_authors and not any(part.topic for part in q.parts):
+        # "number of authors?": a question about a paper that names none is about the one in focus
+        q.references, q.reference = turns[0].paper_ids[:1], "it"
+    if intent == "compare" and q.reference == "all" and len(q.references) == 1:
+        q.references = _accumulated(turns, 2)  # "how do they differ?" after two one-paper answers
     q.after_refusal = bool(refs) and turns[0].refused
     if intent == "compare":
         q.targets = compare_targets(_without(message, refs))

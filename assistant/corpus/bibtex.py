@@ -74,10 +74,12 @@ def _entry_name(block: Any) -> Optional[str]:
 
 def parse_bibtex_authors(value: str) -> list[str]:
     """'Smith, John and Jane Doe and {Simon and Schuster}'
-    → ['John Smith', 'Jane Doe', 'Simon and Schuster']; a trailing 'and others' is dropped."""
+    → ['John Smith', 'Jane Doe', 'Simon and Schuster']; a trailing 'and others' becomes
+    "et al.", which the paper's fields read as a cut list (its names are kept)."""
     names = []
     for person in split_multiple_persons_names(value):
         if person.strip().lower() == "others":  # BibTeX's "and others" = et al.
+            names.append("et al.")
             continue
         parts = parse_single_name_into_parts(person, strict=False)
         names.append(latex_to_text(parts.merge_first_name_first))

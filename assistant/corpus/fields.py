@@ -69,6 +69,7 @@ def paper_from_fields(fields: Mapping[str, Any], source: str) -> Paper:
         title=own_title or derive_title(abstract),
         title_is_derived=not own_title,
         authors=parse_authors(_first(record, AUTHOR_FIELDS)),
+        authors_incomplete=ends_in_et_al(_first(record, AUTHOR_FIELDS)),
         abstract=abstract,
         category=parse_category(_first(record, CATEGORY_FIELDS)),
         year=parse_year(_first(record, YEAR_FIELDS)) or parse_year(_first(record, DATE_FIELDS)),
@@ -77,6 +78,20 @@ def paper_from_fields(fields: Mapping[str, Any], source: str) -> Paper:
         doi=parse_doi(_first(record, DOI_FIELDS)) or doi_from_url(_first(record, URL_FIELDS)),
         source=source,
     )
+
+
+def ends_in_et_al(value: Any) -> bool:
+    """Does the author field end in "et al." (or 等, "and others"): a list known to be cut?"""
+    if isinstance(value, Mapping) or value is None:
+        return False
+    if isinstance(value, str):
+        last = value
+    elif isinstance(value, Iterable):
+        items = list(value)
+        last = _author_name(items[-1]) if items else ""
+    else:
+        last = str(value)
+    return bool(ET_AL.search(normalise_whitespace(last or "")))
 
 
 def parse_authors(value: Any) -> list[str]:
