@@ -386,3 +386,11 @@ def test_an_author_count_is_a_number_and_says_when_the_list_is_cut(pa):
     assert "at least 10 authors" in answer.answer and "et al." in answer.answer
     answer = _talk(pa, "Which paper is about Kolmogorov-Arnold Networks?", "number of authors?")
     assert f"That is {len(answer.citations[0].authors)} authors." in answer.answer
+
+
+def test_a_detail_question_about_the_paper_in_focus_is_answered_from_it(pa):
+    # "GPUs" is a name-like word, but the paper in focus says "GPU-friendly": not another paper
+    answer = _talk(pa, "Which paper proposes lookup-free trellis-coded quantization to 2 bits?",
+                   "Does it mention GPUs?")
+    assert not answer.abstained and first_authors(answer) == ["Zhengwu Yang"]
+    assert "GPU" in answer.answer

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..config import Settings
 from ..retrieve import Retriever
-from ..text import distinctive_tokens, terms
+from ..text import terms
 from ..types import Filters, Hit, Intent, LiteratureTable, Paper, TableRow, Turn
 from . import compose
 from .evidence import SentenceEmbeddings, Source, evidence_for, safe_sentences
@@ -101,7 +101,7 @@ class Planner:
 
     # ------------------------------------------------------------------ intents
     def _question(self, q: Query, history, focus: list[Paper], filters, k) -> TurnPlan:
-        if focus and not self._names_other_papers(q.message, focus):
+        if focus and not self._names_other_papers(q, focus):
             plan = TurnPlan("question", q.message, retrieved=[as_hit(p) for p in focus])
             return self._about(plan, q, focus, previous=previous_user_message(history))
         if sum(bool(part.topic) for part in q.parts) > 1:  # "which paper does X, and who wrote the one on Y?"
@@ -383,10 +383,10 @@ class Planner:
                 extra.append(as_hit(paper))
         return extra
 
-    def _names_other_papers(self, message: str, focus: list[Paper]) -> bool:
-        """Does the message name a method that none of the focus papers mentions?"""
-        names = distinctive_tokens(message)
-        return bool(names) and not any(names_paper(n, p) for n in names for p in focus)
+    def _names_other_papers(self, q: Query, focus: list[Paper]) -> bool:
+        """Does the message name a method that none of the focus papers mentions (as a name, or
+        in another form: "GPUs" for an abstract's "GPU-friendly")?"""
+        return bool(q.names) and not any(names_paper(n, p) or mentions(n, p) for n in q.names for p in focus)
 
     def _sources(self, papers: list[Paper], parts: list[str], per_part: Optional[int] = None) -> list[Source]:
         """Numbered sources whose evidence answers every part of the question."""
@@ -529,6 +529,12 @@ def scoped(filters: Optional[Filters], q: Query) -> Optional[Filters]:
 
 def as_hit(paper: Paper) -> Hit:
     return Hit(paper=paper, score=1.0, snippet=paper.abstract[:300])
+
+
+def mentions(name: str, paper: Paper) -> bool:
+    """Does the paper's text contain the name in its singular form, inside a longer word too?"""
+    stem = name.lower().removesuffix("s") if len(name) > 3 else name.lower()
+    return stem in f"{paper.title} {paper.abstract}".lower()
 
 
 def previous_user_message(history: list[Turn]) -> str:

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
-from ..text import STOPWORDS, stems, terms
+from ..text import STOPWORDS, distinctive_tokens, stems, terms
 from ..types import Intent, Turn
 from .sides import compare_targets
 
@@ -163,6 +163,7 @@ class Query:
     parts: list[Part] = field(default_factory=list)
     asks_authors: bool = False
     counts_authors: bool = False  # "how many authors …": the answer states a number
+    names: list[str] = field(default_factory=list)  # name-like tokens ("DualGraph", "GPUs", "33.7")
     singular: bool = False  # the message wants one paper ("which paper …")
     plural: bool = False  # the message wants every paper on it ("papers on …")
     categories: list[str] = field(default_factory=list)  # categories named as such: a filter
@@ -607,6 +608,7 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     counts = bool(COUNT_AUTHORS_RE.search(message))
     q = Query(message, intent, topic, asks_authors=counts or bool(AUTHORS_RE.search(message)),
               counts_authors=counts, singular=whole.singular, plural=whole.plural,
+              names=distinctive_tokens(message),
               parts=[read_part(p) for p in split_parts(message)], categories=scope.categories if scope else [],
               scope=scope.phrase if scope else "", unknown_category=unknown.phrase if unknown else "")
     for f in refs:
