@@ -15,7 +15,7 @@ from assistant.index import Store
 from conftest import make_settings, write_jsonl
 
 PAPER_ASSISTANT = Path(sys.executable).parent / "paper-assistant"
-HIT_KEYS = {"paper_id", "title", "authors", "category", "year", "score", "snippet"}
+HIT_KEYS = {"paper_id", "title", "authors", "category", "year", "score", "snippet", "url", "doi"}
 CITATION_KEYS = {"paper_id", "title", "authors", "category", "year"}
 BACKDOOR_Q = "Which paper studies backdoor attacks in federated learning?"
 
@@ -181,6 +181,22 @@ def test_search_json_lines_from_stdin(runner, seed_store):
         assert all(set(r) == HIT_KEYS for r in line["results"])
     assert lines[0]["results"][0]["authors"][0] == "zhixuan ma"
     assert "Sriraam Natarajan" in lines[1]["results"][0]["authors"]
+
+
+def test_search_json_carries_the_doi_and_url_as_citations_do(runner, in_tmp):
+    records = [{**TINY[0], "doi": "doi:10.5555/fl.2021"}, {**TINY[1], "url": "https://example.org/g"},
+               TINY[2]]
+    store = in_tmp / "store"
+    ok(run(runner, "ingest", "--store", store, "--quiet", write_jsonl(in_tmp / "t.jsonl", records)))
+    found = json.loads(ok(run(runner, "search", "--store", store, "--json", "learning")).stdout)
+    links = {r["paper_id"]: (r["doi"], r["url"]) for r in found["results"]}
+    assert links == {"c-fl": ("10.5555/fl.2021", "https://doi.org/10.5555/fl.2021"),
+                     "c-graph": (None, "https://example.org/g"), "c-robot": (None, None)}
+    # the same fields as the citation of that paper
+    answer = json.loads(ok(run(runner, "ask", "--store", store, "--json", "--backend", "none",
+                               BACKDOOR_Q)).stdout)
+    [cited] = [c for c in answer["citations"] if c["paper_id"] == "c-fl"]
+    assert (cited["doi"], cited["url"]) == links["c-fl"]
 
 
 def test_search_without_query_needs_json(runner, seed_store):
