@@ -147,9 +147,11 @@ class PageHandlers:
         """Stream one turn: papers found first, then the answer as it is written, then the
         checked answer with clickable markers and its source cards."""
         p = self.page
-        message = (message or "").strip()
         session = session or new_session()
-        if not message:
+        try:
+            message = conversation.check_message(message, self.pa.settings.max_message_chars)
+        except InputError as exc:  # a notice says why; what was typed stays in the box to fix
+            gr.Warning(str(exc))
             yield gr.skip()
             return
         try:
@@ -322,10 +324,9 @@ class PageHandlers:
             authors, category, year, evidence, title_is_derived}], "intent", "abstained",
             "notices", "backend", "retrieved", ...}) and the conversation's "history".
         """
-        if not isinstance(message, str) or not message.strip():
-            raise gr.Error("message must be a non-empty string")
-        message = message.strip()
         try:
+            message = conversation.check_message(message if isinstance(message, str) else "",
+                                                 self.pa.settings.max_message_chars)
             mode = conversation.parse_mode(mode)
             turns = conversation.turns_from_messages(history)
             filters = conversation.make_filters(categories, authors, year_min, year_max)
