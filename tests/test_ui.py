@@ -13,8 +13,10 @@ import re
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
+from assistant.corpus.reader import EXTENSIONS, accepted_files
 from assistant.server import create_app
 from conftest import seeded_assistant
 from servers import BOT_MESSAGES, CHROMIUM, CHROMIUM_ARGS, GRADIO_WARNINGS, running_app
@@ -127,6 +129,19 @@ def test_chat_endpoint_refuses_an_empty_or_over_long_message(server, pa):
         with pytest.raises(Exception, match=said):
             client.predict(message, api_name="/chat")
     client.close()
+
+
+def test_corpus_tab_lists_every_format_the_upload_accepts(server):
+    """The Corpus tab's text and its file picker both come from the corpus readers' registry:
+    RIS and CSL-JSON included, and every extension a reader is chosen by."""
+    components = httpx.get(server + "config", timeout=60).json()["components"]
+    props = {c["props"].get("elem_id"): c["props"] for c in components if c.get("props")}
+    text, picker = props["pa-formats"]["value"], props["pa-upload"]["file_types"]
+    for label, extensions in accepted_files():
+        assert f"{label} (" + ", ".join(f"`{e}`" for e in extensions) + ")" in text
+        assert set(extensions) <= set(picker)
+    assert "RIS (`.ris`)" in text and "CSL-JSON (`.json`)" in text
+    assert set(picker) == set(EXTENSIONS)
 
 
 # ----------------------------------------------------------------------------- browser

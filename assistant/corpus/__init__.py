@@ -12,13 +12,14 @@ see the module of each format for its shape.
 """
 from .errors import CorpusError, RecordError
 from .fields import content_id
-from .reader import FORMATS, detect_format, read_papers
+from .reader import FORMATS, accepted_files, detect_format, read_papers
 from .titles import derive_title
 
 __all__ = [
     "CorpusError",
     "RecordError",
     "FORMATS",
+    "accepted_files",
     "detect_format",
     "read_papers",
     "derive_title",

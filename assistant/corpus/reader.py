@@ -9,6 +9,7 @@ import hashlib
 import json
 import logging
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Union
 
@@ -28,39 +29,53 @@ log = logging.getLogger(__name__)
 
 PathLike = Union[str, Path]
 
-READERS: dict[str, Callable[[Path], Iterator[RawRecord]]] = {
-    "listing": read_listing,
-    "jsonl": read_jsonl,
-    "json": read_json,
-    "csv": read_csv,
-    "bibtex": read_bibtex,
-    "ris": read_ris,
-    "csljson": read_csl_json,
-}
-FORMATS = tuple(READERS)
 
-EXTENSIONS = {
-    ".txt": "listing",
-    ".md": "listing",
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".json": "json",
-    ".csv": "csv",
-    ".tsv": "csv",
-    ".bib": "bibtex",
-    ".ris": "ris",
-}
-_REFINED = ("json", "listing")  # extensions shared with another format: see _refine
+@dataclass(frozen=True)
+class Format:
+    """A corpus format: its reader, what the fronts call it, and the files it is read from."""
+
+    label: str  # how the page and the docs name it ("BibTeX")
+    read: Callable[[Path], Iterator[RawRecord]]
+    extensions: tuple[str, ...] = ()  # files read as this format by their extension
+    # a format sharing another's extensions (`within`) is told from it by the file's start
+    within: Optional[str] = None
+    sniff: Optional[Callable[[str], object]] = None
+
+
 _RIS_START = re.compile(r"^TY  -")
+
+# The registry: detection, reading and the list of accepted files (the page's upload) all come
+# from here, so a format added here is accepted and listed everywhere.
+REGISTRY: dict[str, Format] = {
+    "listing": Format("seed listing", read_listing, (".txt", ".md")),
+    "jsonl": Format("JSON Lines", read_jsonl, (".jsonl", ".ndjson")),
+    "json": Format("JSON", read_json, (".json",)),
+    "csv": Format("CSV/TSV", read_csv, (".csv", ".tsv")),
+    "bibtex": Format("BibTeX", read_bibtex, (".bib",)),
+    # EndNote exports RIS as .txt; Zotero and Mendeley export CSL-JSON as plain .json
+    "ris": Format("RIS", read_ris, (".ris",), within="listing", sniff=_RIS_START.match),
+    "csljson": Format("CSL-JSON", read_csl_json, within="json", sniff=looks_like_csl),
+}
+READERS: dict[str, Callable[[Path], Iterator[RawRecord]]] = {
+    name: f.read for name, f in REGISTRY.items()}
+FORMATS = tuple(REGISTRY)
+EXTENSIONS = {ext: name for name, f in REGISTRY.items() for ext in f.extensions}
 SNIFF_BYTES = 64 * 1024
 
 
+def accepted_files() -> list[tuple[str, tuple[str, ...]]]:
+    """(label, extensions) of every format, in the registry's order: a format's own extensions,
+    else those of the format it shares them with (CSL-JSON: .json)."""
+    return [(f.label, f.extensions or REGISTRY[f.within].extensions) for f in REGISTRY.values()]
+
+
 def detect_format(path: PathLike) -> str:
-    """One of FORMATS, by extension, else by the file's start. A .json file is CSL-JSON when its
-    start has CSL-only keys: Zotero and Mendeley export CSL under the plain .json extension."""
+    """One of FORMATS, by extension, else by the file's start. A format that shares an
+    extension with another (RIS in EndNote's .txt, CSL-JSON in Zotero's .json) is told from it
+    by the file's start."""
     path = Path(path)
     by_extension = EXTENSIONS.get(path.suffix.lower())
-    if by_extension and (by_extension not in _REFINED or not path.is_file()):
+    if by_extension and (not _sharing(by_extension) or not path.is_file()):
         return by_extension
     if not by_extension:
         _require_file(path)
@@ -68,13 +83,15 @@ def detect_format(path: PathLike) -> str:
     return _refine(by_extension or _sniff(head), head)
 
 
+def _sharing(fmt: str) -> list[str]:
+    """The formats read from `fmt`'s extensions when their start says so."""
+    return [name for name, f in REGISTRY.items() if f.within == fmt]
+
+
 def _refine(fmt: str, head: str) -> str:
-    """Formats that share an extension with another: CSL-JSON (.json from Zotero, Mendeley) and
-    RIS (.txt from EndNote) are told apart by their content."""
-    if fmt == "json" and looks_like_csl(head):
-        return "csljson"
-    if fmt == "listing" and _RIS_START.match(head):
-        return "ris"
+    for name in _sharing(fmt):
+        if REGISTRY[name].sniff(head):
+            return name
     return fmt
 
 
