@@ -67,7 +67,9 @@ def checked_turns(turns: list, limit: int) -> list[str]:
     checked = []
     for n, turn in enumerate(turns, 1):
         try:
-            checked.append(check_message(turn if isinstance(turn, str) else "", limit))
+            if not isinstance(turn, str):  # JSON on stdin may hold anything
+                raise InputError("a turn must be text", "invalid_item")
+            checked.append(check_message(turn, limit))
         except InputError as exc:
             raise InputError(f"turn {n}: {exc}" if len(turns) > 1 else str(exc), exc.code) from None
     return checked

@@ -301,19 +301,22 @@ def test_ask_jsonl_bad_items_get_an_error_and_the_others_an_answer(runner, seed_
              json.dumps({"id": "empty-last", "turns": [BACKDOOR_Q, "  "]}),
              "{not json",
              json.dumps({"id": "no-turns", "question": BACKDOOR_Q}),
+             json.dumps({"id": "not-text", "turns": [BACKDOOR_Q, 42]}),
              json.dumps({"id": "good-2", "turns": [BACKDOOR_Q, "Who wrote it?"]})]
     result = run(runner, "ask", "--store", seed_store, "--json", "--backend", "none",
                  input="\n".join(lines) + "\n")
     assert result.exit_code == 2, result.output  # some input was bad, and the stderr says so
-    assert "3 of 5 conversations had bad input" in one_line(result.stderr)
+    assert "4 of 6 conversations had bad input" in one_line(result.stderr)
     out = json_lines(result.stdout)
-    assert [line["id"] for line in out] == ["good-1", "empty-last", None, "no-turns", "good-2"]
+    assert [line["id"] for line in out] == ["good-1", "empty-last", None, "no-turns", "not-text",
+                                            "good-2"]
     errors = {line["id"]: line["error"] for line in out if "error" in line}
     assert errors["empty-last"] == {"message": "turn 2: the message is empty: write a question",
                                     "code": "empty_message"}
     assert errors[None]["code"] == "invalid_json" and "line 3" in errors[None]["message"]
     assert errors["no-turns"]["code"] == "invalid_item"
-    good_1, good_2 = out[0], out[4]
+    assert errors["not-text"] == {"message": "turn 2: a turn must be text", "code": "invalid_item"}
+    good_1, good_2 = out[0], out[5]
     assert good_1["citations"][0]["authors"][0] == "zhixuan ma"
     assert "Haichang Gao" in good_2["answer"]
 
