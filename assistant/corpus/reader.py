@@ -1,7 +1,8 @@
 """`detect_format` and `read_papers`: the one entry point the ingest code calls.
 
 Format readers (listing, jsonfmt, csljson, csvfmt, bibtex, ris) turn syntax into RawRecords;
-this module turns those into Papers, drops exact repeats, and either raises or collects the bad ones.
+this module turns those into Papers, drops exact repeats, either raises or collects the bad ones,
+and collects the ones a reader left out on purpose.
 """
 from __future__ import annotations
 
@@ -110,6 +111,7 @@ def read_papers(
     skip_bad: bool = False,
     errors: Optional[list[RecordError]] = None,
     fmt: Optional[str] = None,
+    skipped: Optional[list[RecordError]] = None,
 ) -> Iterator[Paper]:
     """Stream the papers of a corpus file.
 
@@ -118,27 +120,37 @@ def read_papers(
     when no list is given) and reading goes on. Errors that leave the rest of the file unreadable
     (bad UTF-8 outside JSON Lines, invalid JSON document, CSV without an abstract column) raise
     even with skip_bad. The file and format are checked at call time; the content lazily.
+
+    Records a reader leaves out on purpose are neither papers nor errors: they are appended to
+    `skipped`, with or without skip_bad.
     """
     path = Path(path)
     _require_file(path)
     fmt = fmt or detect_format(path)
     if fmt not in READERS:
         raise ValueError(f"unknown corpus format {fmt!r}; expected one of {', '.join(FORMATS)}")
-    return _papers(path, READERS[fmt](path), skip_bad, errors)
+    return _papers(path, READERS[fmt](path), skip_bad, errors, skipped)
 
 
 def _papers(
-    path: Path, records: Iterator[RawRecord], skip_bad: bool, errors: Optional[list[RecordError]]
+    path: Path, records: Iterator[RawRecord], skip_bad: bool, errors: Optional[list[RecordError]],
+    skipped: Optional[list[RecordError]] = None,
 ) -> Iterator[Paper]:
     seen = _SeenIds()
     for record in records:
+        if record.skipped is not None:
+            left_out = RecordError(path=str(path), line=record.line, reason=_named(record, record.skipped))
+            if skipped is not None:
+                skipped.append(left_out)
+            else:
+                log.info("skipped: %s", left_out)
+            continue
         try:
             paper = _paper(path, record)
-            if seen.is_repeat(paper, record.line):
+            if seen.is_repeat(paper, record.line if record.line is not None else record.name):
                 continue
         except BadRecord as bad:
-            reason = f"{record.name}: {bad.reason}" if record.name else bad.reason
-            error = RecordError(path=str(path), line=record.line, reason=reason)
+            error = RecordError(path=str(path), line=record.line, reason=_named(record, bad.reason))
             if not skip_bad:
                 raise error.to_exception() from None
             if errors is not None:
@@ -149,20 +161,25 @@ def _papers(
         yield paper
 
 
+def _named(record: RawRecord, reason: str) -> str:
+    return f"{record.name}: {reason}" if record.name else reason
+
+
 def _paper(path: Path, record: RawRecord) -> Paper:
     if record.fields is None:
         raise BadRecord(record.problem or "unreadable record")
-    return paper_from_fields(record.fields, source=f"{path.name}:{record.line}")
+    return paper_from_fields(record.fields, source=f"{path.name}:{record.where()}")
 
 
 class _SeenIds:
     """paper_id → (first line, content digest), to drop exact repeats and report conflicting ones.
-    A few dozen bytes per paper, so even millions of records fit in memory."""
+    A few dozen bytes per paper, so even millions of records fit in memory. A record without a
+    line (a database row) is placed by its name instead ("item ABCD2345")."""
 
     def __init__(self) -> None:
-        self._first: dict[str, tuple[Optional[int], bytes]] = {}
+        self._first: dict[str, tuple[Union[int, str, None], bytes]] = {}
 
-    def is_repeat(self, paper: Paper, line: Optional[int]) -> bool:
+    def is_repeat(self, paper: Paper, line: Union[int, str, None]) -> bool:
         digest = hashlib.blake2b(
             paper.model_dump_json(exclude={"source"}).encode("utf-8"), digest_size=8
         ).digest()
@@ -172,7 +189,8 @@ class _SeenIds:
             return False
         if first[1] == digest:
             return True
-        raise BadRecord(f"duplicate id {paper.paper_id} with different content (first at line {first[0]})")
+        place = f"line {first[0]}" if isinstance(first[0], int) else first[0]
+        raise BadRecord(f"duplicate id {paper.paper_id} with different content (first at {place})")
 
 
 def _require_file(path: Path) -> None:
