@@ -84,7 +84,7 @@ def rich_progress(path: Path):
 
 
 @app.command()
-def ingest(paths: Annotated[list[Path], typer.Argument(help="Corpus files: seed listing .txt, .jsonl, .json (incl. CSL-JSON), .csv, .bib, .ris.")],
+def ingest(paths: Annotated[list[Path], typer.Argument(help="Corpus files: seed listing .txt, .jsonl, .json (incl. CSL-JSON), .csv, .bib, .ris, a Zotero library (zotero.sqlite).")],
            skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Load the good records and report the bad ones.")] = False,
            rebuild: Annotated[bool, typer.Option("--rebuild", help="Empty the store first.")] = False,
            store: StoreOpt = None, chroma_url: ChromaOpt = None, quiet: Annotated[bool, typer.Option("--quiet")] = False):

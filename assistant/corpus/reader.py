@@ -1,8 +1,8 @@
 """`detect_format` and `read_papers`: the one entry point the ingest code calls.
 
-Format readers (listing, jsonfmt, csljson, csvfmt, bibtex, ris) turn syntax into RawRecords;
-this module turns those into Papers, drops exact repeats, either raises or collects the bad ones,
-and collects the ones a reader left out on purpose.
+Format readers (listing, jsonfmt, csljson, csvfmt, bibtex, ris, zotero) turn syntax into
+RawRecords; this module turns those into Papers, drops exact repeats, either raises or collects the
+bad ones, and collects the ones a reader left out on purpose (Zotero items without an abstract).
 """
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from .listing import read_listing
 from .records import RawRecord
 from .ris import read_ris
 from .textio import BOM
+from .zotero import is_sqlite, read_zotero
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,7 @@ READERS: dict[str, Callable[[Path], Iterator[RawRecord]]] = {
     "bibtex": read_bibtex,
     "ris": read_ris,
     "csljson": read_csl_json,
+    "zotero": read_zotero,
 }
 FORMATS = tuple(READERS)
 
@@ -50,6 +52,7 @@ EXTENSIONS = {
     ".tsv": "csv",
     ".bib": "bibtex",
     ".ris": "ris",
+    ".sqlite": "zotero",  # Zotero's own database, zotero.sqlite
 }
 _REFINED = ("json", "listing")  # extensions shared with another format: see _refine
 _RIS_START = re.compile(r"^TY  -")
@@ -58,13 +61,16 @@ SNIFF_BYTES = 64 * 1024
 
 def detect_format(path: PathLike) -> str:
     """One of FORMATS, by extension, else by the file's start. A .json file is CSL-JSON when its
-    start has CSL-only keys: Zotero and Mendeley export CSL under the plain .json extension."""
+    start has CSL-only keys: Zotero and Mendeley export CSL under the plain .json extension. An
+    SQLite database under another name (Zotero's backup, zotero.sqlite.bak) is read as Zotero's."""
     path = Path(path)
     by_extension = EXTENSIONS.get(path.suffix.lower())
     if by_extension and (by_extension not in _REFINED or not path.is_file()):
         return by_extension
     if not by_extension:
         _require_file(path)
+        if is_sqlite(path):
+            return "zotero"
     head = _head(path)
     return _refine(by_extension or _sniff(head), head)
 
@@ -121,8 +127,8 @@ def read_papers(
     (bad UTF-8 outside JSON Lines, invalid JSON document, CSV without an abstract column) raise
     even with skip_bad. The file and format are checked at call time; the content lazily.
 
-    Records a reader leaves out on purpose are neither papers nor errors: they are appended to
-    `skipped`, with or without skip_bad.
+    Records a reader leaves out on purpose (a Zotero item without an abstract) are neither
+    papers nor errors: they are appended to `skipped`, with or without skip_bad.
     """
     path = Path(path)
     _require_file(path)
