@@ -507,3 +507,15 @@ def test_cli_ingest_lists_what_was_left_out(library, work):
     assert "zotero.sqlite: 32 papers (32 new, 0 updated, 0 unchanged; 32 chunks embedded); 2 left out" in text
     assert 'left out ' + str(library.path) + ': item SECT0000: no abstract ("A chapter without an abstract")' in text
 
+
+def test_page_upload_accepts_sqlite(library, work):
+    from assistant.ui import CORPUS_TYPES
+    from assistant.ui.handlers import Page, PageHandlers
+
+    assert ".sqlite" in CORPUS_TYPES
+    page = Page(stats="stats", upload_status="status", categories="categories", authors="authors",
+                year_min="year_min", year_max="year_max")
+    pa = PaperAssistant(make_settings(work / "store"))
+    result = PageHandlers(pa, page, work).upload(str(library.path), progress=lambda *a, **k: None)
+    assert "zotero.sqlite</code>: 32 papers (32 new" in result["status"]
+    assert "2 items without an abstract were left out" in result["status"]

@@ -37,7 +37,7 @@ EXAMPLES = [
     ("Summarize", "Summarize the papers on causal inference."),
     ("Compare", "Compare Top-W with Verbalized Sampling."),
 ]
-CORPUS_TYPES = [".txt", ".md", ".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".bib", ".ris"]
+CORPUS_TYPES = [".txt", ".md", ".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".bib", ".ris", ".sqlite"]
 
 
 def _static(name: str) -> str:
