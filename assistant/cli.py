@@ -22,6 +22,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Answers questions about a collection of paper abstracts, with citations.")
 err = Console(stderr=True)
 out = Console()
+SKIPPED_SHOWN = 5  # records a reader left out on purpose, listed after an ingest; the rest counted
 
 # -- options shared by the commands
 StoreOpt = Annotated[Optional[Path], typer.Option("--store", help="Store folder (default: vectorstore/).")]
@@ -120,7 +121,7 @@ def rich_progress(path: Path):
 
 
 @app.command()
-def ingest(paths: Annotated[list[Path], typer.Argument(help="Corpus files: seed listing .txt, .jsonl, .json (incl. CSL-JSON), .csv, .bib, .ris.")],
+def ingest(paths: Annotated[list[Path], typer.Argument(help="Corpus files: seed listing .txt, .jsonl, .json (incl. CSL-JSON), .csv, .bib, .ris, a Zotero library (zotero.sqlite).")],
            skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Load the good records and report the bad ones.")] = False,
            rebuild: Annotated[bool, typer.Option("--rebuild", help="Empty the store first.")] = False,
            store: StoreOpt = None, chroma_url: ChromaOpt = None, quiet: Annotated[bool, typer.Option("--quiet")] = False):
@@ -132,10 +133,15 @@ def ingest(paths: Annotated[list[Path], typer.Argument(help="Corpus files: seed 
     for r in reports:
         u = r.upsert
         err.print(f"{r.path}: {r.papers} papers ({u.papers_new} new, {u.papers_updated} updated, "
-                  f"{u.papers_unchanged} unchanged; {u.chunks_embedded} chunks embedded)",
-                  highlight=False)
+                  f"{u.papers_unchanged} unchanged; {u.chunks_embedded} chunks embedded)"
+                  + (f"; {len(r.skipped)} left out" if r.skipped else ""), highlight=False)
         for bad in r.bad:
-            err.print(f"  [yellow]skipped[/] {bad.path}:{bad.line}: {bad.reason}", highlight=False)
+            err.print(f"  [yellow]skipped[/] {bad}", highlight=False)
+        for left_out in r.skipped[:SKIPPED_SHOWN]:  # a format may leave out thousands
+            err.print(f"  [dim]left out[/] {left_out}", highlight=False)
+        if len(r.skipped) > SKIPPED_SHOWN:
+            err.print(f"  [dim]left out[/] … and {len(r.skipped) - SKIPPED_SHOWN} more "
+                      f"({len(r.skipped)} in all)", highlight=False)
     stats = pa.stats()
     err.print(f"store {stats['store']}: {stats['papers']} papers, {stats['chunks']} chunks")
 

@@ -7,8 +7,8 @@
     papers = list(read_papers("refs.bib", skip_bad=True, errors=errors))  # collect bad records
 
 Formats: the demo listing (.txt/.md), JSON Lines (.jsonl/.ndjson), JSON (.json), CSV/TSV,
-BibTeX (.bib), and the reference-manager exports RIS (.ris) and CSL-JSON (.json with CSL keys);
-see the module of each format for its shape.
+BibTeX (.bib), the reference-manager exports RIS (.ris) and CSL-JSON (.json with CSL keys), and
+Zotero's own database (zotero.sqlite, read on a copy); see the module of each format for its shape.
 """
 from .errors import CorpusError, RecordError
 from .fields import content_id
