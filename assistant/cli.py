@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 
 from .config import load_settings
-from .conversation import InputError, extend, make_filters, parse_mode
+from .conversation import InputError, check_message, extend, make_filters, parse_mode
 from .corpus import CorpusError
 from .index import StoreError
 from .library import PaperAssistant
@@ -22,6 +22,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Answers questions about a collection of paper abstracts, with citations.")
 err = Console(stderr=True)
 out = Console()
+SKIPPED_SHOWN = 5  # records a reader left out on purpose, listed after an ingest; the rest counted
 
 # -- options shared by the commands
 StoreOpt = Annotated[Optional[Path], typer.Option("--store", help="Store folder (default: vectorstore/).")]
@@ -46,19 +47,56 @@ def make_assistant(store=None, chroma_url=None, preset="default", backend=None,
 
 @contextmanager
 def friendly_errors():
-    """Known failures print one clear line and exit 2 instead of a traceback."""
+    """Known failures (bad input included) print one clear line and exit 2 instead of a traceback."""
     try:
         yield
-    except (CorpusError, StoreError) as exc:
+    except (CorpusError, StoreError, InputError) as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False)
         raise typer.Exit(2)
 
 
 def stdin_items():
-    """JSON Lines from stdin (blank lines skipped), for the batch forms of search and ask."""
+    """JSON Lines from stdin (blank lines skipped), for the batch form of search."""
     for line in sys.stdin:
         if line.strip():
             yield json.loads(line)
+
+
+def checked_turns(turns: list, limit: int) -> list[str]:
+    """The turns of one conversation, each through `check_message`; InputError for the first
+    bad one, naming it when there are several."""
+    checked = []
+    for n, turn in enumerate(turns, 1):
+        try:
+            if not isinstance(turn, str):  # JSON on stdin may hold anything
+                raise InputError("a turn must be text", "invalid_item")
+            checked.append(check_message(turn, limit))
+        except InputError as exc:
+            raise InputError(f"turn {n}: {exc}" if len(turns) > 1 else str(exc), exc.code) from None
+    return checked
+
+
+def stdin_conversations(limit: int):
+    """(id, turns) per JSON Lines item {id, turns} on stdin (blank lines skipped); `turns` is
+    an InputError for a line that is not such an item or has an empty or over-long turn."""
+    for number, line in enumerate(sys.stdin, 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError:
+            yield None, InputError(f"line {number} is not JSON", "invalid_json")
+            continue
+        turns = item.get("turns") if isinstance(item, dict) else None
+        key = item.get("id") if isinstance(item, dict) else None
+        if not isinstance(turns, list) or not turns:
+            yield key, InputError(f'line {number}: an item needs "turns", a list of messages',
+                                  "invalid_item")
+            continue
+        try:
+            yield key, checked_turns(turns, limit)
+        except InputError as exc:
+            yield key, exc
 
 
 def mode_option(mode: Optional[str]) -> Optional[str]:
@@ -83,7 +121,7 @@ def rich_progress(path: Path):
 
 
 @app.command()
-def ingest(paths: Annotated[list[Path], typer.Argument(help="Corpus files: seed listing .txt, .jsonl, .json (incl. CSL-JSON), .csv, .bib, .ris.")],
+def ingest(paths: Annotated[list[Path], typer.Argument(help="Corpus files: seed listing .txt, .jsonl, .json (incl. CSL-JSON), .csv, .bib, .ris, a Zotero library (zotero.sqlite).")],
            skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Load the good records and report the bad ones.")] = False,
            rebuild: Annotated[bool, typer.Option("--rebuild", help="Empty the store first.")] = False,
            store: StoreOpt = None, chroma_url: ChromaOpt = None, quiet: Annotated[bool, typer.Option("--quiet")] = False):
@@ -95,10 +133,15 @@ def ingest(paths: Annotated[list[Path], typer.Argument(help="Corpus files: seed 
     for r in reports:
         u = r.upsert
         err.print(f"{r.path}: {r.papers} papers ({u.papers_new} new, {u.papers_updated} updated, "
-                  f"{u.papers_unchanged} unchanged; {u.chunks_embedded} chunks embedded)",
-                  highlight=False)
+                  f"{u.papers_unchanged} unchanged; {u.chunks_embedded} chunks embedded)"
+                  + (f"; {len(r.skipped)} left out" if r.skipped else ""), highlight=False)
         for bad in r.bad:
-            err.print(f"  [yellow]skipped[/] {bad.path}:{bad.line}: {bad.reason}", highlight=False)
+            err.print(f"  [yellow]skipped[/] {bad}", highlight=False)
+        for left_out in r.skipped[:SKIPPED_SHOWN]:  # a format may leave out thousands
+            err.print(f"  [dim]left out[/] {left_out}", highlight=False)
+        if len(r.skipped) > SKIPPED_SHOWN:
+            err.print(f"  [dim]left out[/] … and {len(r.skipped) - SKIPPED_SHOWN} more "
+                      f"({len(r.skipped)} in all)", highlight=False)
     stats = pa.stats()
     err.print(f"store {stats['store']}: {stats['papers']} papers, {stats['chunks']} chunks")
 
@@ -292,19 +335,14 @@ def ask(questions: Annotated[Optional[list[str]], typer.Argument(help="Turns of 
     pa = make_assistant(store, chroma_url, preset, backend, model_path)
     filters = make_filters(category, author, year_from, year_to)
     mode = mode_option(mode)
+    limit = pa.settings.max_message_chars
     with friendly_errors():
         if not questions:
             if not as_json:
                 raise typer.BadParameter("give a QUESTION, or --json to read conversations from stdin")
-            for item in stdin_items():
-                history: list[Turn] = []
-                answer = None
-                for turn in item["turns"]:
-                    answer = pa.ask(turn, history, mode=mode, filters=filters, k=k)
-                    history = extend(history, turn, answer)
-                print(json.dumps({"id": item.get("id"), **answer_payload(answer)},
-                                 ensure_ascii=False), flush=True)
+            _ask_stdin(pa, limit, mode, filters, k)
             return
+        questions = checked_turns(questions, limit)  # all of them, before anything is answered
         history = []
         for q in questions:
             if not as_json and len(questions) > 1:
@@ -313,6 +351,28 @@ def ask(questions: Annotated[Optional[list[str]], typer.Argument(help="Turns of 
             if as_json:
                 print(json.dumps(answer_payload(answer), ensure_ascii=False), flush=True)
             history = extend(history, q, answer)
+
+
+def _ask_stdin(pa, limit: int, mode, filters, k) -> None:
+    """One JSON line per conversation read: its answer, or {"id", "error": {message, code}}
+    for bad input, so one bad line loses none of the others; exit 2 at the end if any was bad."""
+    bad = total = 0
+    for key, turns in stdin_conversations(limit):
+        total += 1
+        if isinstance(turns, InputError):
+            bad += 1
+            print(json.dumps({"id": key, "error": {"message": str(turns), "code": turns.code}},
+                             ensure_ascii=False), flush=True)
+            continue
+        history: list[Turn] = []
+        for turn in turns:
+            answer = pa.ask(turn, history, mode=mode, filters=filters, k=k)
+            history = extend(history, turn, answer)
+        print(json.dumps({"id": key, **answer_payload(answer)}, ensure_ascii=False), flush=True)
+    if bad:
+        err.print(f"[bold red]error:[/] {bad} of {total} conversations had bad input; their lines "
+                  f"carry an \"error\" instead of an answer", highlight=False)
+        raise typer.Exit(2)
 
 
 @app.command()
@@ -336,6 +396,11 @@ def chat(mode: ModeOpt = None, k: KOpt = None, backend: BackendOpt = None,
             break
         if message == "/new":
             history = []
+            continue
+        try:
+            check_message(message, pa.settings.max_message_chars)
+        except InputError as exc:  # say why, and let the user try again
+            err.print(f"[bold red]error:[/] {exc}", highlight=False)
             continue
         answer = _run_turn(pa, message, history, mode, None, k, as_json=False)
         history = extend(history, message, answer)

@@ -200,6 +200,13 @@ class Settings(BaseSettings):
     api_max_request_bytes: int = 1_000_000  # whole request body; a long chat is a few KB
     api_max_messages: int = 200  # messages in one request (the engine only reads the recent ones)
 
+    # -- what one message may be, on every front (CLI, page, /v1; conversation.check_message)
+    max_message_chars: int = Field(
+        4000, ge=1, description="Characters a user's message may have (a question, a turn of `ask`, the "
+                                "page's box, a user message to /v1). A longer one is refused with an "
+                                "error naming this limit, not searched: a question is a few sentences, "
+                                "and the language model's context must still hold the papers.")
+
     def resolved_llm_api_key(self) -> Optional[str]:
         return self.llm_api_key or os.environ.get("OPENAI_API_KEY")
 

@@ -6,6 +6,7 @@ the page and `/v1`.
     extend(history, message, answer)        the history after one more exchange
     parse_mode(mode)                        "auto"/None → None (detected), else the mode
     make_filters(categories, authors, year_min, year_max) → Filters | None
+    check_message(text, limit)              the stripped message; InputError if empty or too long
     AnswerMemory                            the papers of recent answers, found by their text
 
 Bad input raises `InputError` (a ValueError); each front reports it its own way.
@@ -24,7 +25,30 @@ TEXT_PARTS = (None, "text", "input_text")
 
 
 class InputError(ValueError):
-    """A request the library cannot take as it is; str() is the message to show."""
+    """A request the library cannot take as it is; str() is the message to show, `code` a
+    machine-readable name for it when a front reports one (`/v1`, `ask --json`)."""
+
+    def __init__(self, message: str, code: Optional[str] = None):
+        super().__init__(message)
+        self.code = code
+
+
+LIMIT_SETTING = "max_message_chars"
+EMPTY_MESSAGE = "the message is empty: write a question"
+
+
+def check_message(text: Any, limit: int) -> str:
+    """The message a user asks, stripped; InputError when it is empty (or only whitespace) or
+    longer than `limit` characters (the `max_message_chars` setting). Every front calls this
+    before anything is searched, so each refuses the same messages with the same words."""
+    message = str(text or "").strip()
+    if not message:
+        raise InputError(EMPTY_MESSAGE, code="empty_message")
+    if len(message) > limit:
+        raise InputError(f"message is {len(message)} characters; the limit is {limit} characters "
+                         f"(setting `{LIMIT_SETTING}`, env PAPER_ASSISTANT_{LIMIT_SETTING.upper()})",
+                         code="message_too_long")
+    return message
 
 
 def message_text(content: Any) -> str:

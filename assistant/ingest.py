@@ -24,13 +24,15 @@ class FileReport:
     path: str
     papers: int = 0
     bad: list[RecordError] = field(default_factory=list)
+    # left out on purpose, not errors: the items of a Zotero library without an abstract
+    skipped: list[RecordError] = field(default_factory=list)
     upsert: UpsertReport = field(default_factory=UpsertReport)
 
 
 def validate_file(path: Path, skip_bad: bool) -> FileReport:
     """Parse the whole file without writing; raises CorpusError unless skip_bad."""
     report = FileReport(str(path))
-    for _ in read_papers(path, skip_bad=skip_bad, errors=report.bad):
+    for _ in read_papers(path, skip_bad=skip_bad, errors=report.bad, skipped=report.skipped):
         report.papers += 1
     return report
 
@@ -42,7 +44,7 @@ def ingest_file(store: Store, path: Path, skip_bad: bool = False,
         raise CorpusError(str(path), None, "no such file")
     report = validate_file(path, skip_bad)
     done = 0
-    for batch in iter_batches(read_papers(path, skip_bad=True, errors=[]), batch_size):
+    for batch in iter_batches(read_papers(path, skip_bad=True, errors=[], skipped=[]), batch_size):
         report.upsert.add(store.upsert_papers(batch))
         done += len(batch)
         if progress:

@@ -7,7 +7,8 @@
     answer_payload(answer)          `ask --json` and the page's `/chat`: Answer.to_json() with
                                     those citations
     answer_meta(answer)             intent, abstained, notices, backend (`/v1`'s extra field)
-    hits_json(hits)                 `search --json` results
+    hits_json(hits)                 `search --json` results (and an answer's `retrieved`)
+    links_json(citation or paper)   {"url", "doi"}, as citations and search results carry them
 
 A title derived from the abstract (the seed corpus has no titles) is always shown as a label,
 never as the paper's title.
@@ -17,7 +18,7 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from .corpus.fields import doi_from_url
-from .types import ET_AL, Answer, Citation, Hit
+from .types import ET_AL, Answer, Citation, Hit, Paper
 
 DERIVED_NOTE = "label derived from the abstract; the corpus gives no title"
 
@@ -71,11 +72,17 @@ def answer_markdown(question: str, answer: Answer) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+def links_json(item: Citation | Paper) -> dict:
+    """The paper's link and bare DOI as the fronts send them (None when the corpus gives none;
+    a record with only a DOI has its resolver link as `url`, set when it was read)."""
+    return {"url": item.url, "doi": item.doi}
+
+
 def citation_json(c: Citation) -> dict:
     """Citation.to_json() plus the supporting sentence, whether the title is a label, and the
-    paper's link and DOI (None when the corpus gives none)."""
+    paper's link and DOI (`links_json`)."""
     return {**c.to_json(), "evidence": c.evidence, "title_is_derived": c.title_is_derived,
-            "url": c.url, "doi": c.doi}
+            **links_json(c)}
 
 
 def citations_json(citations: Iterable[Citation]) -> list[dict]:
@@ -92,11 +99,14 @@ def answer_meta(answer: Answer) -> dict:
 
 def answer_payload(answer: Answer) -> dict:
     """The answer as `ask --json` prints it and the page's `/chat` endpoint returns it."""
-    return {**answer.to_json(), "citations": citations_json(answer.citations)}
+    return {**answer.to_json(), "citations": citations_json(answer.citations),
+            "retrieved": hits_json(answer.retrieved)}
 
 
 def hits_json(hits: Iterable[Hit]) -> list[dict]:
-    return [h.to_json() for h in hits]
+    """Papers found (`search --json`, an answer's `retrieved`): Hit.to_json() with the paper's
+    link and DOI, as citations carry them."""
+    return [{**h.to_json(), **links_json(h.paper)} for h in hits]
 
 
 def waiting_notice(ahead: int) -> str:

@@ -163,6 +163,66 @@ def test_bad_requests_are_400_in_openai_shape(client, messages, extra):
     assert err["type"] == "invalid_request_error" and err["message"]
 
 
+def test_unknown_model_is_404_model_not_found(client):
+    """Only the ids GET /v1/models lists are served; another is OpenAI's 404, streamed or not."""
+    served = [m.id for m in client.models.list()]
+    for stream in (False, True):
+        with pytest.raises(openai.NotFoundError) as e:
+            client.chat.completions.create(model="gpt-4o", stream=stream,
+                                           messages=[{"role": "user", "content": BACKDOOR_Q}])
+        err = _error(e)
+        assert (err["type"], err["param"], err["code"]) == ("invalid_request_error", "model",
+                                                              "model_not_found")
+        assert err["message"].startswith("The model `gpt-4o` does not exist")
+        assert all(f"`{m}`" in err["message"] for m in served)  # says what to send instead
+    with pytest.raises(openai.NotFoundError) as e:
+        client.models.retrieve("gpt-4o")
+    assert _error(e)["code"] == "model_not_found"
+
+
+def test_a_request_without_model_is_400_naming_the_parameter(server):
+    """`model` is required, as in OpenAI's API (the SDK always sends it: this is a bare request)."""
+    r = httpx.post(server + "/v1/chat/completions", timeout=30,
+                   headers={"Authorization": f"Bearer {KEY}"},
+                   json={"messages": [{"role": "user", "content": BACKDOOR_Q}]})
+    assert r.status_code == 400
+    err = r.json()["error"]
+    assert err["param"] == "model" and f"`{MODEL_ID}`" in err["message"]
+
+
+def test_a_message_over_the_limit_is_400_naming_the_setting(client, pa):
+    limit = pa.settings.max_message_chars
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model=MODEL_ID,
+                                       messages=[{"role": "user", "content": "graph " * limit}])
+    err = _error(e)
+    assert (err["param"], err["code"]) == ("messages", "message_too_long")
+    assert (f"messages[0]: message is {len(('graph ' * limit).strip())} characters; the limit is "
+            f"{limit} characters (setting `max_message_chars`") in err["message"]
+    # an earlier user message is held to the same limit, and named
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model=MODEL_ID, messages=[
+            {"role": "user", "content": "x" * (limit + 1)}, {"role": "assistant", "content": "ok"},
+            {"role": "user", "content": "Who wrote it?"}])
+    assert _error(e)["message"].startswith("messages[0]: message is")
+    # at the limit it is answered
+    r = client.chat.completions.create(model=MODEL_ID, messages=[
+        {"role": "user", "content": (BACKDOOR_Q + " " + "x" * limit)[:limit]}])
+    assert r.choices[0].message.content
+
+
+@pytest.mark.parametrize("content", ["", "  \n\t "], ids=["empty", "whitespace"])
+def test_an_empty_question_is_400_empty_message(client, content):
+    for stream in (False, True):
+        with pytest.raises(openai.BadRequestError) as e:
+            client.chat.completions.create(model=MODEL_ID, stream=stream,
+                                           messages=[{"role": "user", "content": content}])
+        err = _error(e)
+        assert (err["type"], err["param"], err["code"]) == ("invalid_request_error", "messages",
+                                                              "empty_message")
+        assert "the message is empty" in err["message"]
+
+
 def test_malformed_json_and_wrong_body_type_are_400(server):
     for content in (b"{not json", b"[1, 2]", b""):
         r = httpx.post(server + "/v1/chat/completions", content=content, timeout=30,

@@ -15,7 +15,7 @@ from assistant.index import Store
 from conftest import make_settings, write_jsonl
 
 PAPER_ASSISTANT = Path(sys.executable).parent / "paper-assistant"
-HIT_KEYS = {"paper_id", "title", "authors", "category", "year", "score", "snippet"}
+HIT_KEYS = {"paper_id", "title", "authors", "category", "year", "score", "snippet", "url", "doi"}
 CITATION_KEYS = {"paper_id", "title", "authors", "category", "year"}
 BACKDOOR_Q = "Which paper studies backdoor attacks in federated learning?"
 
@@ -183,6 +183,22 @@ def test_search_json_lines_from_stdin(runner, seed_store):
     assert "Sriraam Natarajan" in lines[1]["results"][0]["authors"]
 
 
+def test_search_json_carries_the_doi_and_url_as_citations_do(runner, in_tmp):
+    records = [{**TINY[0], "doi": "doi:10.5555/fl.2021"}, {**TINY[1], "url": "https://example.org/g"},
+               TINY[2]]
+    store = in_tmp / "store"
+    ok(run(runner, "ingest", "--store", store, "--quiet", write_jsonl(in_tmp / "t.jsonl", records)))
+    found = json.loads(ok(run(runner, "search", "--store", store, "--json", "learning")).stdout)
+    links = {r["paper_id"]: (r["doi"], r["url"]) for r in found["results"]}
+    assert links == {"c-fl": ("10.5555/fl.2021", "https://doi.org/10.5555/fl.2021"),
+                     "c-graph": (None, "https://example.org/g"), "c-robot": (None, None)}
+    # the same fields as the citation of that paper
+    answer = json.loads(ok(run(runner, "ask", "--store", store, "--json", "--backend", "none",
+                               BACKDOOR_Q)).stdout)
+    [cited] = [c for c in answer["citations"] if c["paper_id"] == "c-fl"]
+    assert (cited["doi"], cited["url"]) == links["c-fl"]
+
+
 def test_search_without_query_needs_json(runner, seed_store):
     result = run(runner, "search", "--store", seed_store, input="")
     assert result.exit_code == 2
@@ -259,6 +275,50 @@ def test_ask_turns_as_arguments(runner, seed_store):
     first, second = json_lines(result.stdout)
     assert first["citations"][0]["authors"][0] == "zhixuan ma"
     assert "Haichang Gao" in second["answer"]
+
+
+@pytest.mark.parametrize("question", ["", "   \t "], ids=["empty", "whitespace"])
+def test_ask_an_empty_question_exits_2_saying_why(runner, seed_store, question):
+    for args in ([question], ["--json", question], [BACKDOOR_Q, question]):
+        result = run(runner, "ask", "--store", seed_store, "--backend", "none", *args)
+        assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+        assert "error: " in result.stderr and "the message is empty" in result.stderr
+        assert result.stdout == ""  # nothing is answered, not even the good first turn
+    assert squash("turn 2: the message is empty") in squash(result.stderr)  # which turn
+
+
+def test_ask_a_question_over_the_limit_exits_2_naming_the_setting(runner, seed_store, monkeypatch):
+    monkeypatch.setenv("PAPER_ASSISTANT_MAX_MESSAGE_CHARS", "40")
+    question = "Which paper studies backdoor attacks in federated learning?"
+    result = run(runner, "ask", "--store", seed_store, "--backend", "none", "--json", question)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert squash(f"message is {len(question)} characters; the limit is 40 characters "
+                  f"(setting `max_message_chars`") in squash(result.stderr)
+
+
+def test_ask_jsonl_bad_items_get_an_error_and_the_others_an_answer(runner, seed_store):
+    lines = [json.dumps({"id": "good-1", "turns": [BACKDOOR_Q]}),
+             json.dumps({"id": "empty-last", "turns": [BACKDOOR_Q, "  "]}),
+             "{not json",
+             json.dumps({"id": "no-turns", "question": BACKDOOR_Q}),
+             json.dumps({"id": "not-text", "turns": [BACKDOOR_Q, 42]}),
+             json.dumps({"id": "good-2", "turns": [BACKDOOR_Q, "Who wrote it?"]})]
+    result = run(runner, "ask", "--store", seed_store, "--json", "--backend", "none",
+                 input="\n".join(lines) + "\n")
+    assert result.exit_code == 2, result.output  # some input was bad, and the stderr says so
+    assert "4 of 6 conversations had bad input" in one_line(result.stderr)
+    out = json_lines(result.stdout)
+    assert [line["id"] for line in out] == ["good-1", "empty-last", None, "no-turns", "not-text",
+                                            "good-2"]
+    errors = {line["id"]: line["error"] for line in out if "error" in line}
+    assert errors["empty-last"] == {"message": "turn 2: the message is empty: write a question",
+                                    "code": "empty_message"}
+    assert errors[None]["code"] == "invalid_json" and "line 3" in errors[None]["message"]
+    assert errors["no-turns"]["code"] == "invalid_item"
+    assert errors["not-text"] == {"message": "turn 2: a turn must be text", "code": "invalid_item"}
+    good_1, good_2 = out[0], out[5]
+    assert good_1["citations"][0]["authors"][0] == "zhixuan ma"
+    assert "Haichang Gao" in good_2["answer"]
 
 
 def test_ask_out_of_corpus_cites_nothing(runner, seed_store):

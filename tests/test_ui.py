@@ -13,11 +13,13 @@ import re
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
+from assistant.corpus.reader import EXTENSIONS, accepted_files
 from assistant.server import create_app
 from conftest import seeded_assistant
-from servers import CHROMIUM, CHROMIUM_ARGS, GRADIO_WARNINGS, running_app
+from servers import BOT_MESSAGES, CHROMIUM, CHROMIUM_ARGS, GRADIO_WARNINGS, running_app
 
 pytestmark = [pytest.mark.filterwarnings(w) for w in GRADIO_WARNINGS]
 
@@ -117,7 +119,50 @@ def test_gradio_client_chat_endpoint_with_follow_up(server):
     client.close()
 
 
+def test_chat_endpoint_refuses_an_empty_or_over_long_message(server, pa):
+    from gradio_client import Client
+
+    client = Client(server, verbose=False)
+    limit = pa.settings.max_message_chars
+    for message, said in (("   ", "the message is empty"),
+                          ("x" * (limit + 1), f"the limit is {limit} characters")):
+        with pytest.raises(Exception, match=said):
+            client.predict(message, api_name="/chat")
+    client.close()
+
+
+def test_corpus_tab_lists_every_format_the_upload_accepts(server):
+    """The Corpus tab's text and its file picker both come from the corpus readers' registry:
+    RIS and CSL-JSON included, and every extension a reader is chosen by."""
+    components = httpx.get(server + "config", timeout=60).json()["components"]
+    props = {c["props"].get("elem_id"): c["props"] for c in components if c.get("props")}
+    text, picker = props["pa-formats"]["value"], props["pa-upload"]["file_types"]
+    for label, extensions in accepted_files():
+        assert f"{label} (" + ", ".join(f"`{e}`" for e in extensions) + ")" in text
+        assert set(extensions) <= set(picker)
+    assert "RIS (`.ris`)" in text and "CSL-JSON (`.json`)" in text
+    assert set(picker) == set(EXTENSIONS)
+
+
 # ----------------------------------------------------------------------------- browser
+
+TOASTS = "[data-testid='toast-body']"
+
+
+@pytest.mark.browser
+def test_page_says_why_it_does_not_send_an_empty_or_over_long_message(page, pa):
+    n_bots = page.locator(BOT_MESSAGES).count()
+    page.fill("#pa-input textarea", "   ")
+    page.click("#pa-send")
+    page.locator(TOASTS, has_text="the message is empty").wait_for()
+    limit = pa.settings.max_message_chars
+    too_long = "graph " * (limit // 6 + 1)
+    page.fill("#pa-input textarea", too_long)
+    page.press("#pa-input textarea", "Enter")
+    page.locator(TOASTS, has_text=f"the limit is {limit} characters").wait_for()
+    assert "max_message_chars" in page.locator(TOASTS).last.inner_text()
+    assert page.input_value("#pa-input textarea") == too_long  # kept, to be shortened
+    assert page.locator(BOT_MESSAGES).count() == n_bots  # nothing was asked
 
 @pytest.mark.browser
 def test_page_answers_with_marker_linked_to_its_source_card(page, pa):

@@ -17,8 +17,8 @@ may echo the `citations` (or `paper_ids`) it came with; if it does not, the serv
 from its memory of its recent answers (keyed by the answer text), so a standard client echoing
 only the text keeps the focus. System messages are accepted and ignored. Optional non-standard
 request fields: `mode` ("auto"|"question"|"summary"|"compare"|"similar"|"table"), `filters` ({categories, authors, year_min,
-year_max}) and `k`. Any `model` name is accepted (clients often send their default); responses
-name "paper-assistant".
+year_max}) and `k`. `model` is required, as in OpenAI's API, and must be an id GET /v1/models
+lists ("paper-assistant"; no aliases): another is a 404 `model_not_found`, none a 400.
 
 Streaming: the first chunk carries the role, a second one (empty delta) a non-standard
 `retrieved` list of the papers found, then the answer's text deltas as the model writes them.
@@ -35,10 +35,11 @@ without them. The next request uses the model again as soon as it answers. A sto
 (a `--chroma-url` server stopped) is a 503 `backend_unavailable` naming the server; requests
 succeed again once it is back, without restarting `serve`.
 
-Errors use OpenAI's shape {"error": {"message", "type", "param", "code"}}: 400 bad input,
-401 missing/wrong bearer token, 404 unknown model (GET /v1/models/{id}), 413 a body over
-`api_max_request_bytes` or more than `api_max_messages` messages (settings), 503 store or back
-end unavailable, 500 anything else (no traceback is sent).
+Errors use OpenAI's shape {"error": {"message", "type", "param", "code"}}: 400 bad input (an
+empty last user message: `empty_message`; a user message over `max_message_chars`:
+`message_too_long`), 401 missing/wrong bearer token, 404 unknown model (`model_not_found`), 413 a
+body over `api_max_request_bytes` or more than `api_max_messages` messages (settings), 503 store
+or back end unavailable, 500 anything else (no traceback is sent).
 """
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ from ..conversation import AnswerMemory, parse_mode
 from ..render import answer_meta, citations_json, hits_json, waiting_notice
 from ..types import Answer, Turn
 from .request import (ApiError, ChatRequest, OpenAIRoute, backend_error, parse_body,
-                      parse_request, read_body, request_filters, usage)
+                      parse_request, read_body, request_filters, unknown_model, usage)
 
 log = logging.getLogger("assistant.api")
 
@@ -95,9 +96,10 @@ def create_router(pa, api_key: Optional[str] = None, model_id: str = MODEL_ID) -
     limits = getattr(pa, "settings", None) or Settings()
     check_auth = bearer_check(api_key)
     memory = AnswerMemory()
+    served = (model_id,)  # what GET /v1/models lists, and the only `model` a completion may name
 
-    def model_card() -> dict:
-        return {"id": model_id, "object": "model", "created": CREATED, "owned_by": "paper-assistant"}
+    def model_card(model: str) -> dict:
+        return {"id": model, "object": "model", "created": CREATED, "owned_by": "paper-assistant"}
 
     @router.get("/healthz")
     def healthz():
@@ -112,15 +114,14 @@ def create_router(pa, api_key: Optional[str] = None, model_id: str = MODEL_ID) -
     @router.get("/v1/models")
     def list_models(request: Request):
         check_auth(request)
-        return {"object": "list", "data": [model_card()]}
+        return {"object": "list", "data": [model_card(m) for m in served]}
 
     @router.get("/v1/models/{model}")
     def get_model(model: str, request: Request):
         check_auth(request)
-        if model != model_id:
-            raise ApiError(404, f"The model '{model}' does not exist", param="model",
-                           code="model_not_found")
-        return model_card()
+        if model not in served:
+            raise unknown_model(model, served)
+        return model_card(model)
 
     @router.get("/v1/map")
     def collection_map(request: Request, points: bool = False):
@@ -141,7 +142,8 @@ def create_router(pa, api_key: Optional[str] = None, model_id: str = MODEL_ID) -
     async def chat_completions(request: Request):
         check_auth(request)
         data = parse_body(await read_body(request, limits.api_max_request_bytes))
-        call = Completion(*parse_request(data, memory, limits.api_max_messages), model_id=model_id)
+        call = Completion(*parse_request(data, memory, limits.api_max_messages, models=served,
+                                         max_chars=limits.max_message_chars), model_id=model_id)
         return await (_stream(pa, call, memory) if call.req.stream else _complete(pa, call, memory))
 
     return router

@@ -1,9 +1,11 @@
 """Requests to the OpenAI-compatible API: OpenAI-shaped errors, the request models, parsing and
-limits (body size, message count), and the approximate usage figures."""
+limits (body size, message count, message length, the model ids served), and the approximate
+usage figures."""
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Literal, Optional, Union
+import sys
+from typing import Any, Callable, Literal, Optional, Sequence, Union
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
@@ -11,7 +13,8 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..conversation import MODES, AnswerMemory, make_filters, message_text, turns_from_messages
+from ..conversation import (MODES, AnswerMemory, InputError, check_message, make_filters,
+                            message_text, turns_from_messages)
 from ..types import Filters, Turn
 
 
@@ -68,6 +71,13 @@ class OpenAIRoute(APIRoute):
         return route
 
 
+def unknown_model(model: str, served: Sequence[str]) -> ApiError:
+    """404 in OpenAI's words, naming the ids this server answers to."""
+    return ApiError(404, f"The model `{model}` does not exist or you do not have access to it; "
+                         f"this server serves {', '.join(f'`{m}`' for m in served)} (GET /v1/models)",
+                    param="model", code="model_not_found")
+
+
 def _validation_message(errors: list) -> str:
     if not errors:
         return "invalid request"
@@ -122,8 +132,12 @@ class ChatRequest(BaseModel):
 
 
 def parse_request(data: Any, memory: Optional[AnswerMemory] = None,
-                  max_messages: Optional[int] = None) -> tuple[ChatRequest, str, list[Turn]]:
-    """Validate a chat request → (request, last user message, history turns); ApiError(400/413)."""
+                  max_messages: Optional[int] = None, *, models: Optional[Sequence[str]] = None,
+                  max_chars: Optional[int] = None) -> tuple[ChatRequest, str, list[Turn]]:
+    """Validate a chat request → (request, last user message, history turns); ApiError(400/404/413).
+
+    `models`: the ids the request's `model` must be one of (None: any); `max_chars`: the longest
+    user message (the `max_message_chars` setting; None: no limit)."""
     if not isinstance(data, dict):
         raise ApiError(400, "the request body must be a JSON object")
     _check_message_count(data.get("messages"), max_messages)
@@ -133,6 +147,7 @@ def parse_request(data: Any, memory: Optional[AnswerMemory] = None,
         errs = e.errors()
         param = ".".join(str(x) for x in errs[0].get("loc", ())) if errs else None
         raise ApiError(400, _validation_message(errs), param=param or None) from None
+    _check_model(req.model, models)
     if req.n not in (None, 1):
         raise ApiError(400, "only n=1 is supported", param="n")
     convo = [m for m in req.messages if m.role in ("user", "assistant")]
@@ -141,12 +156,38 @@ def parse_request(data: Any, memory: Optional[AnswerMemory] = None,
     if not convo or convo[-1].role != "user" or req.messages[-1].role not in ("user", "system",
                                                                               "developer"):
         raise ApiError(400, "the last message must come from the user", param="messages")
-    message = message_text(convo[-1].model_dump()["content"]).strip()
-    if not message:
-        raise ApiError(400, "the last user message is empty", param="messages")
+    message = _question(req.messages, max_chars)
     history = turns_from_messages([m.model_dump() for m in convo[:-1]],
                                   recall=memory.recall if memory is not None else None)
     return req, message, history
+
+
+def _check_model(model: Optional[str], models: Optional[Sequence[str]]) -> None:
+    # Required, as in OpenAI's API; only the ids GET /v1/models lists are served.
+    if models is None:
+        return
+    if not model:
+        raise ApiError(400, f"you must provide a model parameter: one of "
+                            f"{', '.join(f'`{m}`' for m in models)} (GET /v1/models)", param="model")
+    if model not in models:
+        raise unknown_model(model, models)
+
+
+def _question(messages: list[Message], max_chars: Optional[int]) -> str:
+    """The last user message, checked as every front checks a question (not empty, at most
+    `max_chars` characters); an earlier user message may not be longer either."""
+    limit = max_chars if max_chars is not None else sys.maxsize
+    users = [(i, message_text(m.model_dump()["content"])) for i, m in enumerate(messages)
+             if m.role == "user"]
+    question = ""
+    for n, (i, text) in enumerate(users, 1):
+        if n < len(users) and not text.strip():
+            continue  # an empty earlier message is only history
+        try:
+            question = check_message(text, limit)
+        except InputError as e:
+            raise ApiError(400, f"messages[{i}]: {e}", param="messages", code=e.code) from None
+    return question
 
 
 def _check_message_count(messages: Any, max_messages: Optional[int]) -> None:

@@ -26,9 +26,10 @@ import gradio as gr
 
 from ..config import Settings
 from ..conversation import MODES
+from ..corpus import accepted_files
 from .handlers import Page, PageHandlers, new_session
 from .map_tab import MapTab
-from .render import category_choices, esc, sources_panel, stats_html, year_hint
+from .render import category_choices, esc, formats_markdown, sources_panel, stats_html, year_hint
 
 __all__ = ["build_ui", "make_theme", "CSS", "HEAD"]
 
@@ -37,7 +38,8 @@ EXAMPLES = [
     ("Summarize", "Summarize the papers on causal inference."),
     ("Compare", "Compare Top-W with Verbalized Sampling."),
 ]
-CORPUS_TYPES = [".txt", ".md", ".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".bib", ".ris"]
+# what the upload accepts, from the corpus readers' registry (a new reader is offered at once)
+CORPUS_TYPES = list(dict.fromkeys(ext for _, exts in accepted_files() for ext in exts))
 
 
 def _static(name: str) -> str:
@@ -158,9 +160,10 @@ def _sources_column(page: Page, facets: dict, default_k: int) -> None:
 
 
 def _corpus_tab(page: Page, stats: str) -> None:
-    gr.Markdown("Add papers to the collection: a seed listing (`.txt`), JSON Lines, JSON, CSV/TSV "
-                "or BibTeX. A file is checked completely before anything of it is stored, so a "
-                "bad file changes nothing; re-adding a file updates its papers in place.")
+    gr.Markdown(f"Add papers to the collection from a file in one of these formats: "
+                f"{formats_markdown(accepted_files())}. A file is checked completely before "
+                f"anything of it is stored, so a bad file changes nothing; re-adding a file "
+                f"updates its papers in place.", elem_id="pa-formats")
     with gr.Row(equal_height=False):
         with gr.Column(scale=1):
             page.upload_file = gr.File(label="Corpus file", file_types=CORPUS_TYPES,

@@ -147,9 +147,11 @@ class PageHandlers:
         """Stream one turn: papers found first, then the answer as it is written, then the
         checked answer with clickable markers and its source cards."""
         p = self.page
-        message = (message or "").strip()
         session = session or new_session()
-        if not message:
+        try:
+            message = conversation.check_message(message, self.pa.settings.max_message_chars)
+        except InputError as exc:  # a notice says why; what was typed stays in the box to fix
+            gr.Warning(str(exc))
             yield gr.skip()
             return
         try:
@@ -291,7 +293,8 @@ class PageHandlers:
         detail = (f" ({u.papers_new} new, {u.papers_updated} updated, {u.papers_unchanged} unchanged)"
                   if u else "")
         n = reports[0].papers if reports else 0
-        msg = (f'<span class="ok">✓ Added <code>{esc(path.name)}</code>: {n} papers{detail}.</span>'
+        msg = (f'<span class="ok">✓ Added <code>{esc(path.name)}</code>: {n} papers{detail}.'
+               f'{_left_out(reports)}</span>'
                f'<br>The corpus now has <b data-papers="{s.get("papers", 0)}">{s.get("papers", 0)}'
                f'</b> papers (was {before}). Filters updated.')
         return {p.stats: stats_html(s, f), p.upload_status: msg, **self._facet_updates(f)}
@@ -322,10 +325,9 @@ class PageHandlers:
             authors, category, year, evidence, title_is_derived}], "intent", "abstained",
             "notices", "backend", "retrieved", ...}) and the conversation's "history".
         """
-        if not isinstance(message, str) or not message.strip():
-            raise gr.Error("message must be a non-empty string")
-        message = message.strip()
         try:
+            message = conversation.check_message(message if isinstance(message, str) else "",
+                                                 self.pa.settings.max_message_chars)
             mode = conversation.parse_mode(mode)
             turns = conversation.turns_from_messages(history)
             filters = conversation.make_filters(categories, authors, year_min, year_max)
@@ -334,6 +336,15 @@ class PageHandlers:
         answer = self.pa.ask(message, turns, mode=mode, filters=filters, k=int(k) if k else None)
         history = conversation.history_messages(conversation.extend(turns, message, answer))
         return {**answer_payload(answer), "history": history}
+
+
+def _left_out(reports) -> str:
+    """The note on a Zotero library's items without an abstract ("12 items without an abstract
+    were left out."): its reader is the one that leaves records out on purpose."""
+    n = len(reports[0].skipped) if reports else 0
+    if not n:
+        return ""
+    return f" {n} item{'s' * (n != 1)} without an abstract {'were' if n != 1 else 'was'} left out."
 
 
 def _progress_factory(progress, name: str):

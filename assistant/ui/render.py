@@ -188,6 +188,13 @@ def sources_panel(records: Sequence[dict], found: Optional[Sequence[Hit]] = None
     return "".join(parts)
 
 
+def formats_markdown(formats: Sequence[tuple[str, Sequence[str]]]) -> str:
+    """"seed listing (`.txt`, `.md`), …, RIS (`.ris`) or CSL-JSON (`.json`)" from (label,
+    extensions) pairs (assistant.corpus.accepted_files)."""
+    named = [f"{label} ({', '.join(f'`{e}`' for e in exts)})" for label, exts in formats]
+    return ", ".join(named[:-1]) + " or " + named[-1] if len(named) > 1 else "".join(named)
+
+
 def year_hint(facets: dict, key: str) -> str:
     return f"any (corpus: {facets[key]})" if facets.get(key) else "any"
 
