@@ -62,8 +62,10 @@ def content_hash(paper: Paper, chunk: Chunk) -> str:
     """Changes whenever what is stored for the chunk would change.
 
     Chunk 0 carries the whole paper record, so its hash covers the whole paper. Fields added
-    to Paper later (`doi`) count only when set, so stores built before them are not re-embedded."""
-    unset_new = {"doi"} if paper.doi is None else set()
+    to Paper later (`doi`, `authors_incomplete`) count only when set, so stores built before
+    them are not re-embedded."""
+    unset_new = ({"doi"} if paper.doi is None else set()) | (
+        set() if paper.authors_incomplete else {"authors_incomplete"})
     fields = [paper.model_dump_json(exclude={"source", *unset_new})] if chunk.index == 0 else [
         paper.title, paper.authors, paper.category, paper.year]
     payload = json.dumps([*fields, chunk.text], ensure_ascii=False)
