@@ -8,10 +8,12 @@ cross-corpus out-of-corpus questions) with the same 70/30 split. Those whose bes
 reaches the floor are read: at most N a corpus, chosen by a hash of their id. For each, the K
 best candidates in the gate's order are read by the packaged local model ("does this paper
 answer the question? yes or no", the probability of "yes"), cached in
-benchmarks/.stores/reading_yes.jsonl (an interrupted run resumes). A logistic model over (logit
-of the gate's p, logit of yes, yes minus the best other candidate's) is fitted on the 70; on the
-30 its threshold is the one with the most right answers minus wrong ones (a wrong paper, or an
-answer to an out-of-corpus or leave-one-out question). Printed beside it: the gate alone on the
+benchmarks/.stores/reading_yes.jsonl (an interrupted run resumes). The gate's p of each question
+comes from a gate fitted without the question's fold (`--gate out-of-fold`, the default): the
+shipped gate was fitted on these very questions and is surer of them than of a new one. A
+logistic model over (logit of the gate's p, logit of yes, yes minus the best other candidate's)
+is fitted; its threshold is the one with the most right answers minus wrong ones (a wrong paper,
+or an answer to an out-of-corpus or leave-one-out question) on 5-fold out-of-fold probabilities. Printed beside it: the gate alone on the
 same questions, and the floor's cost (answerable questions whose gold paper it refuses).
 """
 from __future__ import annotations
