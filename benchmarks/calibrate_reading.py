@@ -65,7 +65,7 @@ def limited(records: list[dict], per_corpus: int) -> list[dict]:
     out = []
     for corpus in dict.fromkeys(r["item"].corpus for r in records):
         mine = [r for r in records if r["item"].corpus == corpus]
-        out += sorted(mine, key=lambda r: hashlib.md5(r["item"].qid.encode()).hexdigest())[:per_corpus]
+        out += sorted(mine, key=lambda r: cr.hash_order(r["item"]))[:per_corpus]
     return out
 
 

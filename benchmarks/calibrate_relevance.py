@@ -167,10 +167,16 @@ class _Unpickler(_pickle_base.Unpickler):
         return Labelled if name == "Labelled" else super().find_class(module, name)
 
 
+def hash_order(item: Labelled) -> str:
+    """A stable order of questions, by a hash of their id: what a limit keeps the first of."""
+    import hashlib
+
+    return hashlib.md5(item.qid.encode()).hexdigest()
+
+
 def corpus_records(corpus: str, args, limit: int = 0) -> list[dict]:
     """The corpus's labelled questions with their candidates' features, collected once;
     `limit`: at most that many questions, chosen by a hash of their id (stable)."""
-    import hashlib
     import pickle
 
     cache = Path(args.cache) / f"relevance_candidates_{corpus}.pkl"
@@ -178,7 +184,7 @@ def corpus_records(corpus: str, args, limit: int = 0) -> list[dict]:
     known = {(r["item"].qid, r.get("text", r["item"].query)): r for r in cached}
     items = labelled_items(corpus, args)
     if limit:
-        items = sorted(items, key=lambda i: hashlib.md5(i.qid.encode()).hexdigest())[:limit]
+        items = sorted(items, key=hash_order)[:limit]
     missing = [i for i in items if (i.qid, judged_text(i)) not in known]
     if missing:  # only questions new (or judged on new text) since the last run are collected
         print(f"{corpus}: {len(missing)} of {len(items)} labelled questions to collect", file=sys.stderr)

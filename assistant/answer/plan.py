@@ -141,9 +141,7 @@ class Planner:
                 first_judged, first_reading = judged, reading
         if not papers:
             return self._refuse(plan, q, first_judged, filters, first_reading)
-        chosen_ids = {p.paper_id for p in papers}
-        plan.retrieved = [as_hit(p) for p in papers] + [h for h in plan.retrieved
-                                                        if h.paper.paper_id not in chosen_ids]
+        plan.retrieved = papers_first(papers, plan.retrieved)
         plan = self._about(plan, q, papers)
         if missing:
             plan.notices.append(compose.parts_not_found(missing))
@@ -288,9 +286,7 @@ class Planner:
             else:
                 papers.append(found)
         papers = papers[: self.settings.compare_max]
-        chosen = {p.paper_id for p in papers}
-        plan.retrieved = [as_hit(p) for p in papers] + [h for h in plan.retrieved
-                                                        if h.paper.paper_id not in chosen]
+        plan.retrieved = papers_first(papers, plan.retrieved)
         if missing:
             plan.notices.append(compose.not_found(missing))
         if not papers:
@@ -529,6 +525,12 @@ def scoped(filters: Optional[Filters], q: Query) -> Optional[Filters]:
 
 def as_hit(paper: Paper) -> Hit:
     return Hit(paper=paper, score=1.0, snippet=paper.abstract[:300])
+
+
+def papers_first(papers: list[Paper], hits: list[Hit]) -> list[Hit]:
+    """The papers an answer rests on, in order, then the other papers retrieval found."""
+    chosen = {p.paper_id for p in papers}
+    return [as_hit(p) for p in papers] + [h for h in hits if h.paper.paper_id not in chosen]
 
 
 def mentions(name: str, paper: Paper) -> bool:

@@ -142,12 +142,17 @@ class Part:
     metadata: bool  # answered from the paper's record, not its abstract ("who wrote it")
 
 
-def read_part(text: str) -> Part:
+def wanted(text: str) -> tuple[bool, bool]:
+    """(one paper, every paper on it): how many papers a question asks for."""
     plural = bool(PLURAL_RE.search(text))
+    return bool(SINGULAR_RE.search(text)) and not plural, plural
+
+
+def read_part(text: str) -> Part:
     topic = question_core(COUNT_AUTHORS_RE.sub(" ", AUTHORS_RE.sub(" ", text)))
     own = [t for t in terms(topic) if t not in POINTING_TERMS]
     metadata = bool(METADATA_PART_RE.search(text) or COUNT_AUTHORS_RE.search(text))
-    return Part(text, topic if own else "", bool(SINGULAR_RE.search(text)) and not plural, plural, metadata)
+    return Part(text, topic if own else "", *wanted(text), metadata)
 
 
 @dataclass
@@ -604,10 +609,10 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     topic = unknown.phrase if unknown else topic_of(text) if intent == "summary" else question_core(text)
     if intent == "summary" and not refs and only_request_words(topic):
         topic = ""  # the whole scope: the collection, or the categories named or filtered
-    whole = read_part(message)
+    singular, plural = wanted(message)
     counts = bool(COUNT_AUTHORS_RE.search(message))
     q = Query(message, intent, topic, asks_authors=counts or bool(AUTHORS_RE.search(message)),
-              counts_authors=counts, singular=whole.singular, plural=whole.plural,
+              counts_authors=counts, singular=singular, plural=plural,
               names=distinctive_tokens(message),
               parts=[read_part(p) for p in split_parts(message)], categories=scope.categories if scope else [],
               scope=scope.phrase if scope else "", unknown_category=unknown.phrase if unknown else "")
