@@ -94,6 +94,9 @@ class CitationPolicy(BaseModel):
                                                 "similarity) the claim needs with one sentence of the paper.")
     min_content: float = Field(0.6, description="Share of the claim's content words (beyond the "
                                                 "question's and the answer's framing) the paper must contain.")
+    content_sentences: int = Field(1, description="The claim's content words must be found in this "
+                                                  "many of the paper's evidence sentences (its best for "
+                                                  "the claim) with its metadata line; 0: anywhere in them.")
     margin: float = Field(0.05, description="A second marker stays only if its paper backs the "
                                             "sentence within this of the best paper's score.")
 

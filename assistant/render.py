@@ -79,10 +79,11 @@ def links_json(item: Citation | Paper) -> dict:
 
 
 def citation_json(c: Citation) -> dict:
-    """Citation.to_json() plus the supporting sentence, whether the title is a label, and the
-    paper's link and DOI (`links_json`)."""
+    """Citation.to_json() plus the supporting sentence, whether the title is a label, each prose
+    sentence citing it with the abstract sentence it restates (`quotes`), and the paper's link
+    and DOI (`links_json`)."""
     return {**c.to_json(), "evidence": c.evidence, "title_is_derived": c.title_is_derived,
-            **links_json(c)}
+            "quotes": [q.model_dump() for q in c.quotes], **links_json(c)}
 
 
 def citations_json(citations: Iterable[Citation]) -> list[dict]:

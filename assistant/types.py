@@ -74,6 +74,14 @@ class Hit(BaseModel):
         }
 
 
+class Quote(BaseModel):
+    """A sentence of the model's prose as shown (without markers) and the abstract sentence it
+    was checked against: what the claim restates."""
+
+    claim: str
+    evidence: str
+
+
 class Citation(BaseModel):
     """A paper that the final answer text cites as `[number]`."""
 
@@ -88,9 +96,11 @@ class Citation(BaseModel):
     doi: Optional[str] = None
     title_is_derived: bool = False
     evidence: str = ""  # the abstract sentence that best supports what the answer says
+    quotes: list[Quote] = Field(default_factory=list)  # each prose sentence citing it, with its evidence
 
     @classmethod
-    def from_paper(cls, number: int, paper: Paper, evidence: str = "") -> "Citation":
+    def from_paper(cls, number: int, paper: Paper, evidence: str = "",
+                   quotes: Optional[list[Quote]] = None) -> "Citation":
         return cls(
             number=number,
             paper_id=paper.paper_id,
@@ -103,6 +113,7 @@ class Citation(BaseModel):
             doi=paper.doi,
             title_is_derived=paper.title_is_derived,
             evidence=evidence,
+            quotes=quotes or [],
         )
 
     def to_json(self) -> dict:

@@ -394,3 +394,23 @@ def test_a_detail_question_about_the_paper_in_focus_is_answered_from_it(pa):
                    "Does it mention GPUs?")
     assert not answer.abstained and first_authors(answer) == ["Zhengwu Yang"]
     assert "GPU" in answer.answer
+
+
+def test_each_cited_sentence_carries_the_evidence_sentence_it_restates(pa):
+    """The model is given numbered lines; every kept sentence is checked against them, and the
+    citation carries the sentence with the line it restates (what /v1 and ask --json show)."""
+    llm = scripted(pa, "Top-W is a geometry-aware truncation rule that uses Wasserstein distance [1].")
+    answer = pa.ask("What is Top-W?")
+    quotes = answer.citations[0].quotes
+    assert [q.claim for q in quotes] == ["Top-W is a geometry-aware truncation rule that uses Wasserstein distance."]
+    prompt = llm.seen[0][-1]
+    assert f"- {quotes[0].evidence}" in prompt  # one of the lines the model was given
+    assert quotes[0].evidence == answer.citations[0].evidence
+
+
+def test_a_summary_asks_one_sentence_per_theme_about_its_own_paper(pa):
+    llm = scripted(pa, "Nothing.")
+    answer = pa.ask("Summarize the papers on large language models.")
+    prompt = llm.seen[0][-1]
+    themes = answer.answer.split("\n\n")[1:]  # the listing: a head line, then one block per theme
+    assert prompt.count("<source n=") == len([t for t in themes if t.startswith("**")])

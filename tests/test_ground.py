@@ -75,3 +75,28 @@ def test_the_policy_numbers_are_settings(monkeypatch, seed_assistant):
     loose = Grounder(seed_assistant.engine.embed, CitationPolicy(min_content=0.0))
     claim = "Top-W keeps tokens near the likely ones, a decoding idea inspired by optimal transport [1]."
     assert loose.verdict(claim, SOURCES).kept and not strict.verdict(claim, SOURCES).kept
+
+
+def test_a_claim_is_checked_against_the_sentences_the_model_was_given(seed_assistant):
+    """A claim from a sentence the model was never shown is not backed by the paper: it can
+    only have come from elsewhere (another paper, or the model itself)."""
+    grounder = Grounder(seed_assistant.engine.embed)
+    first, second = TOP_W.paper.abstract.split(". ", 1)
+    claim = "Top-W keeps the tokens whose embeddings lie close to the likely ones [1]."
+    whole = grounder.check(claim, [TOP_W])
+    given_other = grounder.check(claim, [Source(1, TOP_W.paper, [first + "."])])
+    given_it = grounder.check(claim, [Source(1, TOP_W.paper, [second])])
+    assert "[1]" in whole.text and "[1]" in given_it.text
+    assert given_other.text == "" and given_other.unsupported == 1
+    assert given_it.kept[0].evidence[1] == second  # what the claim restates
+
+
+def test_a_claim_stitched_from_several_sentences_needs_them_all_within_its_best_few(seed_assistant):
+    abstract = ("We study graphical models of gene expression. Our estimator is consistent. "
+                "Experiments cover three cancer types. Training from scratch is avoided by "
+                "continual training.")
+    src = _source(1, abstract)
+    stitched = "The paper studies graphical models of gene expression with continual training from scratch [1]."
+    strict = Grounder(seed_assistant.engine.embed, CitationPolicy(content_sentences=1)).check(stitched, [src])
+    loose = Grounder(seed_assistant.engine.embed, CitationPolicy(content_sentences=0)).check(stitched, [src])
+    assert strict.text == "" and "[1]" in loose.text

@@ -25,8 +25,8 @@ def source_block(source: Source) -> str:
     who = p.author_line(3)
     meta = ", ".join(str(x) for x in (p.category, p.year) if x)
     head = f"[{source.n}] {p.title}" + (f" — {who}" if who else "") + (f" ({meta})" if meta else "")
-    body = " ".join(source.sentences)
-    return f"<source n={source.n}>\n{head}\n{body}\n</source>"
+    lines = "\n".join(f"- {sentence}" for sentence in source.sentences)  # one line per claim to restate
+    return f"<source n={source.n}>\n{head}\n{lines}\n</source>"
 
 
 def sources_text(sources: list[Source]) -> str:
@@ -59,12 +59,11 @@ def unanswered_parts(parts: list[str], sources: list[Source]) -> list[str]:
     return notes
 
 
-def summary_prompt(topic: str, themes: list[tuple[str, list[Source]]], per_theme: int = 2) -> str:
-    """One synthesis sentence per theme, over the first papers of each theme."""
-    shown = [s for _, group in themes for s in group[:per_theme]]
-    listing = "\n".join(f"- {name or topic}: " + ", ".join(f"[{s.n}]" for s in group[:per_theme])
-                        for name, group in themes)
-    return render("summary", sources=sources_text(shown), topic=topic, themes=listing)
+def summary_prompt(topic: str, themes: list[tuple[str, list[Source]]]) -> str:
+    """One sentence per theme, restating the lines of the theme's first paper: no sentence
+    speaks for several papers at once (a small model's cross-paper synthesis misattributes)."""
+    leads = [group[0] for _, group in themes if group]
+    return render("summary", sources=sources_text(leads), topic=topic)
 
 
 def compare_prompt(sources: list[Source]) -> str:
@@ -351,6 +350,7 @@ def table_intro(topic: str, rows: int, matching: int, collection: int) -> str:
 
 
 # -- notices and headings the engine and planner show (users' strings live in this module)
+PROSE_HEADING = "**In short.** "  # before the model's sentences of a summary or comparison
 EXTRACTS_HEADING = "Extracts from the most relevant papers:"
 ALSO_RELEVANT_HEADING = "Also relevant:"
 UNVERIFIED = "The model's answer could not be verified against the abstracts; showing extracts."

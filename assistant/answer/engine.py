@@ -16,7 +16,7 @@ from typing import Iterator, Optional
 from ..config import Settings
 from ..llm.errors import BackendError
 from ..retrieve import Retriever
-from ..types import Answer, Citation, Filters, Turn
+from ..types import Answer, Citation, Filters, Quote, Turn
 from . import compose
 from .evidence import SentenceEmbeddings
 from .ground import GroundedText, Grounder, question_allowance
@@ -218,7 +218,9 @@ class AnswerEngine:
         for shown, n in enumerate(turn.numbering.order, 1):
             src = by_n[n]
             evidence = turn.grounded.evidence.get(n) or (src.sentences[0] if src.sentences else "")
-            out.append(Citation.from_paper(shown, src.paper, evidence=evidence))
+            quotes = [Quote(claim=v.plain(), evidence=v.evidence[n]) for v in turn.grounded.kept
+                      if n in v.markers and n in v.evidence]
+            out.append(Citation.from_paper(shown, src.paper, evidence=evidence, quotes=quotes))
         return out
 
     @staticmethod

@@ -147,4 +147,6 @@ class Source:
     sentences: list[str]  # what the model saw
 
     def support_texts(self) -> list[str]:
-        return [metadata_line(self.paper)] + safe_sentences(self.paper)
+        """What a claim citing this paper is checked against: its metadata line and the
+        sentences the model was given (the whole abstract when none were chosen)."""
+        return [metadata_line(self.paper)] + (self.sentences or safe_sentences(self.paper))

@@ -27,6 +27,7 @@ class GroundedText:
     removed_markers: int = 0
     unsupported: int = 0
     dropped: list[tuple[str, str]] = field(default_factory=list)  # (sentence, why)
+    kept: list["Verdict"] = field(default_factory=list)  # the sentences shown, in order
 
     def add(self, v: "Verdict") -> None:
         self.removed_markers += v.removed
@@ -34,6 +35,7 @@ class GroundedText:
             self.unsupported += v.why == "unsupported"
             self.dropped.append((v.claim, v.why))
             return
+        self.kept.append(v)
         for n in v.markers:
             self.evidence.setdefault(n, v.evidence[n])
             if n not in self.used:
@@ -73,6 +75,10 @@ class Verdict:
     def text(self) -> str:
         return fix_spacing(self.claim.rstrip() + " " + "".join(f"[{n}]" for n in self.markers))
 
+    def plain(self) -> str:
+        """The sentence as shown, without its markers."""
+        return fix_spacing(self.claim)
+
 
 # "A does X [1], while B does Y [2]": each side of a contrast is a claim of its own, about its
 # own paper. Checked whole, the true half carried the invented one past the check.
@@ -108,24 +114,27 @@ class Grounder:
         self.policy = policy or CitationPolicy()
 
     def support(self, claim: str, source: Source, allowed: frozenset[str] = frozenset()) -> Support:
-        """How well the source backs the claim; `allowed` are stems the claim may use without the
-        source (the question's own words)."""
+        """How well the source backs the claim, judged on what the model was given: the paper's
+        metadata line and its evidence sentences. `allowed` are stems the claim may use without
+        the source (the question's own words). The claim's content words must be in its best
+        `policy.content_sentences` evidence sentences (with the metadata line), so a sentence
+        stitched from several places of an abstract, or from several papers, does not pass."""
         texts = source.support_texts()
         claim_stems = stems(" ".join(terms(claim)))
         vectors = self.embed([claim] + texts)
         sims = vectors[1:] @ vectors[0]
-        best, sentence, sentence_score = 0.0, texts[-1], -1.0
-        for i, (text, sim) in enumerate(zip(texts, sims)):
+        scores = []
+        for text, sim in zip(texts, sims):
             lex = len(claim_stems & stems(text)) / len(claim_stems) if claim_stems else 0.0
-            score = 0.5 * lex + 0.5 * float(sim)
-            best = max(best, score)
-            if i > 0 and score > sentence_score:  # texts[0] is the metadata line, never evidence
-                sentence, sentence_score = text, score
-        whole = " ".join(texts)
+            scores.append(0.5 * lex + 0.5 * float(sim))
+        ranked = sorted(range(1, len(texts)), key=lambda i: -scores[i])  # texts[0]: the metadata line
+        sentence = texts[ranked[0]] if ranked else texts[0]
+        backing = [texts[0]] + [texts[i] for i in ranked[: self.policy.content_sentences or len(ranked)]]
         own = claim_stems - allowed - ANSWER_FRAMING
-        content = len(own & stems(whole)) / len(own) if own else 1.0
-        numbers_ok = all(n.rstrip("%") in normalise(whole) for n in FIGURE_RE.findall(claim))
-        return Support(best, content, numbers_ok, sentence)
+        content = len(own & stems(" ".join(backing))) / len(own) if own else 1.0
+        whole = normalise(" ".join(texts))
+        numbers_ok = all(n.rstrip("%") in whole for n in FIGURE_RE.findall(claim))
+        return Support(max(scores), content, numbers_ok, sentence)
 
     def verdict(self, sentence: str, by_n: dict[int, Source], finished: bool = True,
                 allowed: frozenset[str] = frozenset()) -> Verdict:

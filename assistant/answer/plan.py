@@ -260,13 +260,13 @@ class Planner:
     def _themed(self, plan: TurnPlan, grouped: list[Theme], topic: str,
                 listing: Callable[[list[tuple[str, list[Source]]]], str]) -> TurnPlan:
         """A summary's answer: sources numbered theme by theme, the listing written by
-        `listing(themed)`, and a prompt for one synthesis sentence per theme."""
+        `listing(themed)`, and a prompt for one sentence per theme, restating its first paper."""
         plan.sources = self._sources([p for t in grouped for p in t.papers], [topic], per_part=1)
         by_id = {s.paper.paper_id: s for s in plan.sources}
         themed = [(t.name, [by_id[p.paper_id] for p in t.papers]) for t in grouped]
         plan.prefix = listing(themed)
         plan.prompt = compose.summary_prompt(topic, themed)
-        plan.prose_heading = "**Synthesis.** "
+        plan.prose_heading = compose.PROSE_HEADING
         plan.max_tokens = 45 * len(themed)
         return plan
 
@@ -297,7 +297,7 @@ class Planner:
             return plan
         plan.prefix = compose.compare_table(plan.sources)
         plan.prompt = compose.compare_prompt(plan.sources)
-        plan.prose_heading = "**In short.** "  # one checked sentence per paper, no verdict
+        plan.prose_heading = compose.PROSE_HEADING  # one checked sentence per paper, no verdict
         plan.max_tokens = 120
         return plan
 

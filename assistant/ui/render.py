@@ -97,6 +97,17 @@ def _evidence_html(evidence: str, snippet: str) -> str:
     return f'<div class="evidence">{esc(before)}<mark>{esc(evidence)}</mark>{esc(after)}</div>'
 
 
+def _quotes_html(quotes) -> str:
+    """Each sentence of the answer that cites the paper, with the abstract sentence it was
+    checked against (what it restates), folded under the card."""
+    if not quotes:
+        return ""
+    items = "".join(f'<li><span class="claim">{esc(q.claim)}</span>'
+                    f'<q class="quote">{esc(q.evidence)}</q></li>' for q in quotes)
+    return (f'<details class="quotes"><summary>What the answer says from it ({len(quotes)})</summary>'
+            f'<ul>{items}</ul></details>')
+
+
 def _anchor(href: str, text: str, cls: str) -> str:
     return (f' · <a class="{cls}" href="{esc(href)}" target="_blank" '
             f'rel="noopener noreferrer">{esc(text)}</a>')
@@ -122,6 +133,7 @@ def source_card(turn: int, c: Citation, snippet: str = "") -> str:
         f'<span class="src-title">{display_title(c)}</span></div>'
         f'<div class="src-meta">{_meta_line(c.authors, c.category, c.year)}{extra}</div>'
         f'{_evidence_html(c.evidence, snippet)}'
+        f'{_quotes_html(c.quotes)}'
         f'<div class="src-id">{esc(c.paper_id)}</div>'
         f'{more_button(c.paper_id)}'
         f'</div>'
