@@ -9,8 +9,10 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
-from .config import load_settings
+from .client import ServerError, connect, given_fields
+from .config import SERVE_HOST, SERVE_PORT, load_settings
 from .conversation import InputError, check_message, extend, make_filters, parse_mode
 from .corpus import CorpusError
 from .index import StoreError
@@ -36,12 +38,33 @@ CategoryOpt = Annotated[Optional[list[str]], typer.Option("--category", help="On
 AuthorOpt = Annotated[Optional[list[str]], typer.Option("--author", help="Only papers by an author matching this; repeatable.")]
 YearFromOpt = Annotated[Optional[int], typer.Option("--year-from", help="Only papers from this year on.")]
 YearToOpt = Annotated[Optional[int], typer.Option("--year-to", help="Only papers up to this year.")]
+ServerOpt = Annotated[Optional[str], typer.Option("--server", envvar="PAPER_ASSISTANT_SERVER", show_default=False, help=f"Answer through the `paper-assistant serve` at this URL (or env PAPER_ASSISTANT_SERVER). Default: the one at http://{SERVE_HOST}:{SERVE_PORT} when it runs with the same store and model.")]
+NoServerOpt = Annotated[bool, typer.Option("--no-server", help="Answer in this process even when a server runs.")]
+
+
+def cli_settings(store=None, chroma_url=None, preset="default", backend=None, model_path=None,
+                 **overrides):
+    return load_settings(preset, store_dir=store, chroma_url=chroma_url,
+                         llm_backend=backend, model_path=model_path, **overrides)
 
 
 def make_assistant(store=None, chroma_url=None, preset="default", backend=None,
                    model_path=None, **overrides) -> PaperAssistant:
-    settings = load_settings(preset, store_dir=store, chroma_url=chroma_url,
-                             llm_backend=backend, model_path=model_path, **overrides)
+    return PaperAssistant(cli_settings(store, chroma_url, preset, backend, model_path, **overrides))
+
+
+def answering(settings, server: Optional[str], no_server: bool, compared=()):
+    """What answers `ask` and `chat`: a running server when there is a fitting one (saying so on
+    stderr), else a PaperAssistant in this process (assistant/client.py)."""
+    if no_server:
+        return PaperAssistant(settings)
+    with friendly_errors():
+        remote, message = connect(settings, server, compared)
+    if remote is not None:
+        err.print(f"[dim]{escape(message)}[/]", highlight=False)
+        return remote
+    if message:
+        err.print(f"[yellow]note:[/] {escape(message)}", highlight=False)
     return PaperAssistant(settings)
 
 
@@ -50,7 +73,7 @@ def friendly_errors():
     """Known failures (bad input included) print one clear line and exit 2 instead of a traceback."""
     try:
         yield
-    except (CorpusError, StoreError, InputError) as exc:
+    except (CorpusError, StoreError, InputError, ServerError) as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False)
         raise typer.Exit(2)
 
@@ -330,19 +353,24 @@ def ask(questions: Annotated[Optional[list[str]], typer.Argument(help="Turns of 
         category: CategoryOpt = None, author: AuthorOpt = None,
         year_from: YearFromOpt = None, year_to: YearToOpt = None,
         backend: BackendOpt = None, model_path: ModelPathOpt = None, preset: PresetOpt = "default",
-        store: StoreOpt = None, chroma_url: ChromaOpt = None):
-    """Ask questions; each argument is the next turn of one conversation."""
-    pa = make_assistant(store, chroma_url, preset, backend, model_path)
+        store: StoreOpt = None, chroma_url: ChromaOpt = None,
+        server: ServerOpt = None, no_server: NoServerOpt = False):
+    """Ask questions; each argument is the next turn of one conversation.
+
+    Answered by a running `paper-assistant serve` when one fits (--no-server: never)."""
+    settings = cli_settings(store, chroma_url, preset, backend, model_path)
     filters = make_filters(category, author, year_from, year_to)
     mode = mode_option(mode)
-    limit = pa.settings.max_message_chars
+    limit = settings.max_message_chars
+    compared = given_fields(store, chroma_url, backend, preset, model_path)
     with friendly_errors():
         if not questions:
             if not as_json:
                 raise typer.BadParameter("give a QUESTION, or --json to read conversations from stdin")
-            _ask_stdin(pa, limit, mode, filters, k)
+            _ask_stdin(answering(settings, server, no_server, compared), limit, mode, filters, k)
             return
         questions = checked_turns(questions, limit)  # all of them, before anything is answered
+        pa = answering(settings, server, no_server, compared)
         history = []
         for q in questions:
             if not as_json and len(questions) > 1:
@@ -378,14 +406,24 @@ def _ask_stdin(pa, limit: int, mode, filters, k) -> None:
 @app.command()
 def chat(mode: ModeOpt = None, k: KOpt = None, backend: BackendOpt = None,
          model_path: ModelPathOpt = None, preset: PresetOpt = "default",
-         store: StoreOpt = None, chroma_url: ChromaOpt = None):
-    """An interactive conversation in the terminal (empty line or Ctrl-D to quit, /new to restart)."""
-    pa = make_assistant(store, chroma_url, preset, backend, model_path)
+         store: StoreOpt = None, chroma_url: ChromaOpt = None,
+         server: ServerOpt = None, no_server: NoServerOpt = False):
+    """An interactive conversation in the terminal (empty line or Ctrl-D to quit, /new to restart).
+
+    Answered by a running `paper-assistant serve` when one fits (--no-server: never)."""
+    settings = cli_settings(store, chroma_url, preset, backend, model_path)
     mode = mode_option(mode)
+    pa = answering(settings, server, no_server,
+                   given_fields(store, chroma_url, backend, preset, model_path))
     with friendly_errors():
         pa.ensure_corpus()
         s = pa.stats()
-    out.print(f"[bold]paper-assistant[/] · {s['papers']} papers · {pa.backend_label()}", highlight=False)
+        out.print(f"[bold]paper-assistant[/] · {s['papers']} papers · {pa.backend_label()}",
+                  highlight=False)
+        _chat_loop(pa, mode, k)
+
+
+def _chat_loop(pa, mode, k) -> None:
     history: list[Turn] = []
     while True:
         try:
@@ -408,8 +446,8 @@ def chat(mode: ModeOpt = None, k: KOpt = None, backend: BackendOpt = None,
 
 @app.command()
 def serve(
-    host: Annotated[str, typer.Option("--host", help="Address to listen on. Anything but loopback needs --auth and --api-key, or --no-auth.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 7860,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on. Anything but loopback needs --auth and --api-key, or --no-auth.")] = SERVE_HOST,
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = SERVE_PORT,
     auth: Annotated[Optional[str], typer.Option("--auth", envvar="PAPER_ASSISTANT_AUTH", show_default=False,
                                                 help="USER:PASSWORD login for the page (or env PAPER_ASSISTANT_AUTH).")] = None,
     no_auth: Annotated[bool, typer.Option("--no-auth", help="Serve beyond loopback without any authentication, on purpose.")] = False,

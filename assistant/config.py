@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Literal, Optional
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -23,6 +24,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 PACKAGE_DIR = Path(__file__).resolve().parent
 DATA_DIR = PACKAGE_DIR / "data"
 SEED_CORPUS = DATA_DIR / "seed_corpus.txt"
+
+# Where `serve` listens unless told otherwise; `ask` and `chat` look for a running server there.
+SERVE_HOST = "127.0.0.1"
+SERVE_PORT = 7860
+API_KEY_ENV = "PAPER_ASSISTANT_API_KEY"  # the bearer token `serve` requires and the CLI sends
 
 
 def default_cache_dir() -> Path:
@@ -218,6 +224,25 @@ class Settings(BaseSettings):
 
     def resolved_llm_model(self) -> str:
         return self.llm_model or os.environ.get("OPENAI_MODEL") or "gpt-4o-mini"
+
+    def identity(self) -> dict:
+        """What an answer depends on beyond the question: the store (an absolute folder or the
+        Chroma server's URL), its collection, and the language model. A server reports its own
+        (GET /v1/info) so the CLI uses it only for the store and model the CLI would use."""
+        store = (self.chroma_url.rstrip("/") if self.chroma_url
+                 else str(Path(self.store_dir).expanduser().resolve()))
+        return {"store": store, "collection": self.collection, "backend": self.llm_backend,
+                "model": self._model_identity()}
+
+    def _model_identity(self) -> str:
+        if self.llm_backend == "local":
+            if self.model_path is None:
+                return "packaged"
+            return str(Path(self.model_path).expanduser().resolve())
+        if self.llm_backend == "openai":  # the host only: a base URL may carry credentials
+            host = urlsplit(self.resolved_llm_base_url() or "https://api.openai.com").hostname
+            return f"{self.resolved_llm_model()} @ {host}"
+        return ""
 
 
 PRESETS: dict[str, dict] = {

@@ -6,6 +6,7 @@
     citation_json(citation)         a citation as the fronts send it (with evidence)
     answer_payload(answer)          `ask --json` and the page's `/chat`: Answer.to_json() with
                                     those citations
+    answer_from_payload(payload)    its inverse: the Answer a server sent (assistant/client.py)
     answer_meta(answer)             intent, abstained, notices, backend (`/v1`'s extra field)
     hits_json(hits)                 `search --json` results (and an answer's `retrieved`)
     links_json(citation or paper)   {"url", "doi"}, as citations and search results carry them
@@ -21,6 +22,7 @@ from .corpus.fields import doi_from_url
 from .types import ET_AL, Answer, Citation, Hit, Paper
 
 DERIVED_NOTE = "label derived from the abstract; the corpus gives no title"
+PAPER_KEYS = ("paper_id", "title", "authors", "category", "year", "url", "doi")  # of hits_json
 
 
 def author_line(authors: Sequence[str], limit: int = 4) -> str:
@@ -102,6 +104,20 @@ def answer_payload(answer: Answer) -> dict:
     """The answer as `ask --json` prints it and the page's `/chat` endpoint returns it."""
     return {**answer.to_json(), "citations": citations_json(answer.citations),
             "retrieved": hits_json(answer.retrieved)}
+
+
+def answer_from_payload(payload: dict) -> Answer:
+    """The Answer `answer_payload` was made from, as far as the payload carries it (not the
+    papers' abstracts nor a citation's venue, which the CLI does not show), so that
+    `answer_payload` of it gives the payload back."""
+    return Answer.model_validate({**payload,
+                                  "retrieved": [hit_from_json(h) for h in payload["retrieved"]]})
+
+
+def hit_from_json(item: dict) -> Hit:
+    """A Hit from its `hits_json` form (its paper without the abstract)."""
+    paper = Paper(abstract="", **{k: item.get(k) for k in PAPER_KEYS if item.get(k) is not None})
+    return Hit(paper=paper, score=item["score"], snippet=item["snippet"])
 
 
 def hits_json(hits: Iterable[Hit]) -> list[dict]:

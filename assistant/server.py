@@ -22,13 +22,12 @@ import gradio as gr
 from fastapi import FastAPI
 
 from .api import create_router
-from .config import Settings, load_settings
+from .config import API_KEY_ENV, SERVE_HOST, SERVE_PORT, Settings, load_settings
 from .library import PaperAssistant
 from .ui import CSS, HEAD, build_ui, make_theme
 
 log = logging.getLogger("assistant.server")
 
-API_KEY_ENV = "PAPER_ASSISTANT_API_KEY"
 AUTH_ENV = "PAPER_ASSISTANT_AUTH"
 # Chat sessions answered at once. Retrieval runs in parallel; the local model serialises its own
 # generation, so more would only queue inside the engine instead of in Gradio's visible queue.
@@ -114,7 +113,7 @@ def _warm_up(pa: PaperAssistant) -> None:
         print(f"  note: the language model could not be loaded yet ({type(exc).__name__})", flush=True)
 
 
-def serve(host: str = "127.0.0.1", port: int = 7860, auth: Optional[str] = None,
+def serve(host: str = SERVE_HOST, port: int = SERVE_PORT, auth: Optional[str] = None,
           no_auth: bool = False, api_key: Optional[str] = None,
           settings: Optional[Settings] = None, pa: Optional[PaperAssistant] = None,
           log_level: str = "warning", progress_factory=None) -> None:

@@ -5,6 +5,7 @@ bundled corpus; the API's wire format, conversation handling and errors are what
 """
 from __future__ import annotations
 
+from pathlib import Path
 
 import httpx
 import openai
@@ -13,6 +14,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from assistant.api import MODEL_ID, create_router
+from assistant.render import answer_payload
 from assistant.index import StoreError
 from assistant.server import create_app
 from conftest import seeded_assistant
@@ -250,6 +252,35 @@ def test_healthz_needs_no_token(server, pa):
     r = httpx.get(server + "/healthz", timeout=30)
     assert r.status_code == 200 and r.json() == {"status": "ok", "papers": pa.stats()["papers"]}
     assert r.json()["papers"] == 20
+
+
+def test_info_names_the_server_and_what_it_answers_from(server, pa):
+    assert httpx.get(server + "/v1/info", timeout=30).status_code == 401  # a /v1 route
+    r = httpx.get(server + "/v1/info", headers={"Authorization": f"Bearer {KEY}"}, timeout=30)
+    info = r.json()
+    assert r.status_code == 200 and info["object"] == "server"
+    assert info["service"] == "paper-assistant" and info["model_id"] == MODEL_ID
+    assert info["papers"] == 20 and info["answers_by"] == "none (extracts only)"
+    assert {k: info[k] for k in ("store", "collection", "backend", "model")} == pa.settings.identity()
+    assert info["store"] == str(Path(pa.settings.store_dir).resolve()) and info["backend"] == "none"
+
+
+def without_timings(payload: dict) -> dict:
+    return {k: v for k, v in payload.items() if k != "timings"}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_full_answer_is_the_answer_ask_json_prints(client, pa, stream):
+    messages = [{"role": "user", "content": BACKDOOR_Q}]
+    expected = without_timings(answer_payload(pa.ask(BACKDOOR_Q)))
+    r = client.chat.completions.create(model=MODEL_ID, messages=messages, stream=stream,
+                                       extra_body={"full_answer": True})
+    last = [c for c in r][-1] if stream else r
+    assert without_timings(last.to_dict()["paper_assistant"]["full_answer"]) == expected
+    assert expected["retrieved"] and expected["citations"][0]["evidence"]
+    # without the extension, the reply is as before
+    plain = client.chat.completions.create(model=MODEL_ID, messages=messages)
+    assert "full_answer" not in plain.to_dict()["paper_assistant"]
 
 
 class BrokenStore:

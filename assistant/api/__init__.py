@@ -3,6 +3,7 @@
     GET  /v1/models              one model, "paper-assistant"
     POST /v1/chat/completions    plain or `stream: true` (server-sent events ending `data: [DONE]`)
     GET  /healthz                {"status": "ok", "papers": N} (no token needed)
+    GET  /v1/info                which server this is and what it answers from (for our CLI)
 
 The official `openai` SDK works unchanged with `base_url="http://HOST:PORT/v1"`:
 
@@ -17,8 +18,11 @@ may echo the `citations` (or `paper_ids`) it came with; if it does not, the serv
 from its memory of its recent answers (keyed by the answer text), so a standard client echoing
 only the text keeps the focus. System messages are accepted and ignored. Optional non-standard
 request fields: `mode` ("auto"|"question"|"summary"|"compare"|"similar"|"table"), `filters` ({categories, authors, year_min,
-year_max}) and `k`. `model` is required, as in OpenAI's API, and must be an id GET /v1/models
-lists ("paper-assistant"; no aliases): another is a 404 `model_not_found`, none a 400.
+year_max}), `k`, and `full_answer: true`, which adds `paper_assistant.full_answer` to the reply
+(streamed: to its last chunk): the whole answer as `ask --json` prints it (retrieved papers,
+query, table rows...), what `ask` and `chat` show when they answer through a running server.
+`model` is required, as in OpenAI's API, and must be an id GET /v1/models lists
+("paper-assistant"; no aliases): another is a 404 `model_not_found`, none a 400.
 
 Streaming: the first chunk carries the role, a second one (empty delta) a non-standard
 `retrieved` list of the papers found, then the answer's text deltas as the model writes them.
@@ -57,7 +61,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from ..config import Settings
 from ..conversation import AnswerMemory, parse_mode
-from ..render import answer_meta, citations_json, hits_json, waiting_notice
+from ..render import answer_meta, answer_payload, citations_json, hits_json, waiting_notice
 from ..types import Answer, Turn
 from .request import (ApiError, ChatRequest, OpenAIRoute, backend_error, parse_body,
                       parse_request, read_body, request_filters, unknown_model, usage)
@@ -65,6 +69,7 @@ from .request import (ApiError, ChatRequest, OpenAIRoute, backend_error, parse_b
 log = logging.getLogger("assistant.api")
 
 MODEL_ID = "paper-assistant"
+SERVICE = "paper-assistant"  # GET /v1/info's `service`: how a client knows the server is ours
 CREATED = int(time.time())
 
 
@@ -123,6 +128,20 @@ def create_router(pa, api_key: Optional[str] = None, model_id: str = MODEL_ID) -
             raise unknown_model(model, served)
         return model_card(model)
 
+    @router.get("/v1/info")
+    def info(request: Request):
+        """An extension: which server this is, how many papers it has, and what its answers
+        depend on (`Settings.identity`: store, collection, language model), so `ask` and `chat`
+        use a running server only when it answers from what they would use themselves."""
+        check_auth(request)
+        try:
+            papers = pa.stats()["papers"]
+        except Exception as exc:  # noqa: BLE001 - a store that is down is a 503, as for answers
+            raise backend_error(exc) from None
+        return {"object": "server", "service": SERVICE, "version": _version(),
+                "model_id": model_id, "papers": papers, "answers_by": _answers_by(pa, limits),
+                **limits.identity()}
+
     @router.get("/v1/map")
     def collection_map(request: Request, points: bool = False):
         """An extension: the map of the collection (assistant/map.py), its labelled themes, and
@@ -149,6 +168,22 @@ def create_router(pa, api_key: Optional[str] = None, model_id: str = MODEL_ID) -
     return router
 
 
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def _answers_by(pa, settings: Settings) -> str:
+    """The back end's label, as `chat` and the page's header show it."""
+    label = getattr(pa, "backend_label", None)
+    if callable(label):
+        return label()
+    from ..llm import backend_label
+
+    return backend_label(settings)
+
+
 @dataclass
 class Completion:
     """One chat completion being answered."""
@@ -162,6 +197,11 @@ class Completion:
 
     def ask_args(self) -> dict:
         return dict(mode=parse_mode(self.req.mode), filters=request_filters(self.req), k=self.req.k)
+
+    def meta(self, answer: Answer, **extra) -> dict:
+        """The reply's `paper_assistant` field; with `full_answer` requested, the whole answer."""
+        full = {"full_answer": answer_payload(answer)} if self.req.full_answer else {}
+        return {**answer_meta(answer), **extra, **full}
 
     def head(self, kind: str) -> dict:
         return {"id": self.id, "object": kind, "created": self.created, "model": self.model_id}
@@ -197,7 +237,7 @@ async def _complete(pa, call: Completion, memory: AnswerMemory) -> dict:
                      "message": {"role": "assistant", "content": content, "refusal": None}}],
         "usage": usage(call.history, call.message, content),
         "citations": citations_json(answer.citations),
-        "paper_assistant": answer_meta(answer),
+        "paper_assistant": call.meta(answer),
     }
 
 
@@ -271,7 +311,7 @@ def _sse_end(final: Answer, streamed: str, call: Completion, include_usage: bool
         for shown in {text, delivered, text + notes, delivered + notes}:
             memory.remember(shown, final)
     yield call.chunk({}, "stop", citations=citations_json(final.citations), answer=text,
-                     paper_assistant={**answer_meta(final), "streamed_text_replaced": replaced})
+                     paper_assistant=call.meta(final, streamed_text_replaced=replaced))
     if include_usage:
         body = {**call.head("chat.completion.chunk"), "choices": [],
                 "usage": usage(call.history, call.message, text)}

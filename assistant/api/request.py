@@ -129,6 +129,9 @@ class ChatRequest(BaseModel):
     mode: Optional[Literal[MODES]] = None
     filters: Optional[FilterBody] = None
     k: Optional[int] = Field(default=None, ge=1, le=100)
+    # our CLI's extension: the reply's `paper_assistant.full_answer` is the whole answer as
+    # `ask --json` prints it, so the CLI shows the same through a server as in its own process
+    full_answer: bool = False
 
 
 def parse_request(data: Any, memory: Optional[AnswerMemory] = None,
