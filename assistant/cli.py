@@ -18,6 +18,9 @@ from .corpus import CorpusError
 from .index import StoreError
 from .library import PaperAssistant
 from .render import answer_payload, author_line, hits_json, references_markdown
+from .transcript import (NEW_SAVED, NO_FOLDER, NOT_SAVING, RESUMED, SAME_FILE, SAVE_EXISTS,
+                         WRITE_FAILED, Transcript, TranscriptError, load_transcript,
+                         save_markdown, save_transcript)
 from .types import Turn
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -403,9 +406,59 @@ def _ask_stdin(pa, limit: int, mode, filters, k) -> None:
         raise typer.Exit(2)
 
 
+SaveOpt = Annotated[Optional[Path], typer.Option("--save", help="Write the conversation to this JSON file after each answer, to --resume later (a new file, or the one being resumed).")]
+ResumeOpt = Annotated[Optional[Path], typer.Option("--resume", help="Continue a conversation saved with --save: follow-ups refer to its papers.")]
+MarkdownOpt = Annotated[Optional[Path], typer.Option("--markdown", help="Also write the conversation as Markdown (every question and answer, then the references) after each answer.")]
+
+
+def _same_file(a: Optional[Path], b: Optional[Path]) -> bool:
+    return a is not None and b is not None and a.resolve() == b.resolve()
+
+
+def _chat_start(save: Optional[Path], resume: Optional[Path],
+                markdown: Optional[Path]) -> Transcript:
+    """The conversation to continue (empty without --resume). Every file is checked before
+    anything is asked: a conversation file is only overwritten once it has been read."""
+    transcript = load_transcript(resume) if resume else Transcript()
+    for path in (save, markdown):
+        if path is not None and not path.parent.is_dir():
+            raise TranscriptError(NO_FOLDER.format(path=path, folder=path.parent), "not_found")
+    if save is not None and save.exists() and not _same_file(save, resume):
+        raise TranscriptError(SAVE_EXISTS.format(path=save), "file_exists")
+    if _same_file(markdown, save) or _same_file(markdown, resume):
+        raise TranscriptError(SAME_FILE.format(path=markdown), "file_exists")
+    return transcript
+
+
+def _keep(transcript: Transcript, save: Optional[Path], markdown: Optional[Path]) -> None:
+    """Write the conversation's files; a failure is said and the conversation goes on."""
+    for path, write in ((save, save_transcript), (markdown, save_markdown)):
+        if path is None:
+            continue
+        try:
+            write(path, transcript)
+        except OSError as exc:
+            err.print("error: " + WRITE_FAILED.format(path=path, reason=exc.strerror or exc),
+                      style="bold red", markup=False, highlight=False)
+
+
+def _say_resumed(transcript: Transcript, resume: Path, save: Optional[Path]) -> None:
+    n = len(transcript.exchanges)
+    last = transcript.exchanges[-1].question if n else ""
+    note(RESUMED.format(n=n, s="s" * (n != 1), path=resume, question=last))
+    if save is None:
+        note(NOT_SAVING.format(path=resume))
+
+
+def note(text: str) -> None:
+    """A dim line on the terminal, shown as written (a question may hold "[…]")."""
+    out.print(text, style="dim", markup=False, highlight=False)
+
+
 @app.command()
 def chat(mode: ModeOpt = None, k: KOpt = None, backend: BackendOpt = None,
          model_path: ModelPathOpt = None, preset: PresetOpt = "default",
+         save: SaveOpt = None, resume: ResumeOpt = None, markdown: MarkdownOpt = None,
          store: StoreOpt = None, chroma_url: ChromaOpt = None,
          server: ServerOpt = None, no_server: NoServerOpt = False):
     """An interactive conversation in the terminal (empty line or Ctrl-D to quit, /new to restart).
@@ -413,6 +466,8 @@ def chat(mode: ModeOpt = None, k: KOpt = None, backend: BackendOpt = None,
     Answered by a running `paper-assistant serve` when one fits (--no-server: never)."""
     settings = cli_settings(store, chroma_url, preset, backend, model_path)
     mode = mode_option(mode)
+    with friendly_errors():  # a bad conversation file stops here, before anything is loaded
+        transcript = _chat_start(save, resume, markdown)
     pa = answering(settings, server, no_server,
                    given_fields(store, chroma_url, backend, preset, model_path))
     with friendly_errors():
@@ -420,11 +475,14 @@ def chat(mode: ModeOpt = None, k: KOpt = None, backend: BackendOpt = None,
         s = pa.stats()
         out.print(f"[bold]paper-assistant[/] · {s['papers']} papers · {pa.backend_label()}",
                   highlight=False)
-        _chat_loop(pa, mode, k)
+        if resume is not None:
+            _say_resumed(transcript, resume, save)
+            _keep(transcript, None, markdown)
+        _chat_loop(pa, mode, k, transcript, save, markdown)
 
 
-def _chat_loop(pa, mode, k) -> None:
-    history: list[Turn] = []
+def _chat_loop(pa, mode, k, transcript: Transcript, save: Optional[Path], markdown: Optional[Path]) -> None:
+    """Ask until an empty line; the conversation is kept in `save` / `markdown` after each answer."""
     while True:
         try:
             message = out.input("[bold cyan]> [/]").strip()
@@ -433,15 +491,18 @@ def _chat_loop(pa, mode, k) -> None:
         if not message:
             break
         if message == "/new":
-            history = []
+            transcript = Transcript()
+            if save is not None:
+                note(NEW_SAVED.format(path=save))
             continue
         try:
             check_message(message, pa.settings.max_message_chars)
         except InputError as exc:  # say why, and let the user try again
             err.print(f"[bold red]error:[/] {exc}", highlight=False)
             continue
-        answer = _run_turn(pa, message, history, mode, None, k, as_json=False)
-        history = extend(history, message, answer)
+        answer = _run_turn(pa, message, transcript.turns(), mode, None, k, as_json=False)
+        transcript = transcript.add(message, answer)
+        _keep(transcript, save, markdown)
 
 
 @app.command()

@@ -400,3 +400,68 @@ def test_chat_is_a_conversation(runner, seed_store):
     assert result.exit_code == 0, result.output
     assert "Marius Kloft" in result.output  # the authors of the KAN paper, from the follow-up
     assert result.output.count("References") == 2
+
+
+# ----------------------------------------------------------------------------- chat --save/--resume
+
+KAN_Q = "Which paper is about Kolmogorov-Arnold Networks?"
+
+
+def test_chat_saves_then_resumes_the_conversation(runner, seed_store, tmp_path):
+    """`chat --save` writes the conversation after each answer; `chat --resume` continues it:
+    the follow-up refers to the resumed answer's paper, and `--markdown` exports every turn."""
+    saved, md = tmp_path / "conversation.json", tmp_path / "conversation.md"
+    ok(run(runner, "chat", "--store", seed_store, "--backend", "none", "--save", saved,
+           input=f"{KAN_Q}\n\n"))
+    data = json.loads(saved.read_text("utf-8"))
+    assert data["format"] == "paper-assistant conversation" and data["version"] == 1
+    [first] = data["exchanges"]
+    kan = first["citations"][0]
+    assert first["question"] == KAN_Q and "Marius Kloft" in kan["authors"]
+    assert first["presented"][0] == kan["paper_id"]
+
+    result = ok(run(runner, "chat", "--store", seed_store, "--backend", "none", "--resume", saved,
+                    "--save", saved, "--markdown", md, input="Who wrote it?\n\n"))
+    assert squash(f"resumed 1 exchange from {saved}") in squash(result.output)
+    assert "Marius Kloft" in result.output  # "it" is the resumed answer's paper
+    first_again, second = json.loads(saved.read_text("utf-8"))["exchanges"]
+    assert first_again == first  # the resumed exchange is kept as it was
+    assert second["question"] == "Who wrote it?"
+    assert [c["paper_id"] for c in second["citations"]] == [kan["paper_id"]]
+    text = md.read_text("utf-8")
+    assert KAN_Q in text and "Who wrote it?" in text and "## References" in text
+    assert f"id: {kan['paper_id']}" in text and "Marius Kloft" in text
+
+
+CORRUPT = '{"format": "paper-assistant conversation",\n "version": 1,\n "exchanges": [oops]\n}\n'
+
+
+@pytest.mark.parametrize("content, where, said", [
+    (CORRUPT, ":3:16:", "not valid JSON"),  # the line and column of "oops"
+    ('[{"question": "a list, not a conversation"}]', ":", "not a paper-assistant conversation"),
+    ('{"format": "paper-assistant conversation", "exchanges": [{"answer": "no question"}]}',
+     ":", "exchanges.0.question"),
+], ids=["bad-json", "not-a-conversation", "missing-field"])
+def test_chat_resume_refuses_a_bad_file_and_leaves_it_as_it_is(runner, seed_store, tmp_path,
+                                                                content, where, said):
+    path = tmp_path / "conversation.json"
+    path.write_text(content, encoding="utf-8")
+    result = run(runner, "chat", "--store", seed_store, "--backend", "none", "--resume", path,
+                 "--save", path, input=f"{KAN_Q}\n\n")
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+    assert squash(f"error: {path}{where}") in squash(result.stderr)
+    assert squash(said) in squash(result.stderr)
+    assert path.read_text("utf-8") == content  # nothing asked, nothing written
+    assert list(tmp_path.iterdir()) == [path]
+
+
+def test_chat_save_never_overwrites_a_file_it_did_not_read(runner, seed_store, tmp_path):
+    path = tmp_path / "notes.json"
+    path.write_text('{"mine": true}\n', encoding="utf-8")
+    result = run(runner, "chat", "--store", seed_store, "--backend", "none", "--save", path,
+                 input=f"{KAN_Q}\n\n")
+    assert result.exit_code == 2, result.output
+    assert squash(f"{path} already exists") in squash(result.stderr)
+    assert path.read_text("utf-8") == '{"mine": true}\n'
+    missing = run(runner, "chat", "--store", seed_store, "--resume", tmp_path / "none.json")
+    assert missing.exit_code == 2 and squash("none.json: no such file") in squash(missing.stderr)

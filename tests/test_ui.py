@@ -346,3 +346,69 @@ def test_page_table_downloads_as_csv_and_cards_ask_for_more_like_this(page):
     first = page.locator("#pa-sources .latest .src-card").first
     assert first.get_attribute("data-paper-id") == paper_id
     assert page.locator("#pa-sources .latest .src-card").count() >= 3
+
+
+# ----------------------------------------------------------------------------- conversations kept
+
+BACKDOOR_Q = "Which paper studies backdoor attacks in federated learning?"
+
+
+def test_restore_gives_follow_ups_the_kept_papers(pa, tmp_path):
+    """What the browser kept (`browser_copy`) restores the history follow-ups read, the chat,
+    the sources panel and the downloads; a copy that is not a conversation restores nothing."""
+    from assistant.transcript import Transcript
+    from assistant.ui.handlers import Page, PageHandlers, browser_copy
+
+    first = pa.ask(BACKDOOR_Q)
+    kept = json.loads(json.dumps(browser_copy(Transcript().add(BACKDOOR_Q, first))))  # as stored
+    names = ("session", "chatbot", "status", "sources", "copy_md", "bib", "table_csv",
+             "conversation_md", "kept", "msg")
+    handlers = PageHandlers(pa, Page(**{n: n for n in names}), tmp_path)
+    restored = handlers.restore(kept)
+    session = restored["session"]
+    assert [m["role"] for m in restored["chatbot"]] == ["user", "assistant"]
+    assert "vulnerable to backdoor attacks" in restored["chatbot"][1]["content"]
+    cited = first.citations[0].paper_id
+    assert f'data-paper-id="{cited}"' in restored["sources"]
+    assert restored["conversation_md"]["interactive"] and restored["bib"]["interactive"]
+    follow = pa.ask("Who wrote it?", session["transcript"].turns())
+    assert "Haichang Gao" in follow.answer and [c.paper_id for c in follow.citations] == [cited]
+    import gradio as gr
+
+    assert handlers.restore(None) == gr.skip() == handlers.restore(browser_copy(Transcript()))
+
+
+@pytest.mark.browser
+def test_page_keeps_the_conversation_across_a_reload(page):
+    """Ask, reload: the conversation is back (chat, sources) and "who wrote it?" still means
+    the paper of the first answer; the Markdown download holds every turn and every cited
+    paper; "New conversation" clears what the browser kept."""
+    ask(page, BACKDOOR_Q)
+    cited = page.locator("#pa-sources .latest .src-card").first.get_attribute("data-paper-id")
+    page.reload()
+    page.wait_for_selector("#pa-status:has-text('Conversation restored')")
+    assert BACKDOOR_Q in page.locator("#pa-chat [data-testid='user']").first.inner_text()
+    assert "vulnerable to backdoor attacks" in page.locator(BOT_MESSAGES).first.inner_text()
+    assert page.locator(f"#pa-sources .latest .src-card[data-paper-id='{cited}']").count() == 1
+    ask(page, "Who wrote it?")
+    assert "Haichang Gao" in page.locator(BOT_MESSAGES).last.inner_text()
+    latest = page.locator("#pa-sources .latest .src-card")
+    assert [latest.nth(i).get_attribute("data-paper-id") for i in range(latest.count())] == [cited]
+    # the Markdown: both turns, and a reference for every paper cited on the page
+    with page.expect_download() as dl:
+        page.click("#pa-conversation-md")
+    md = Path(dl.value.path()).read_text("utf-8")
+    assert BACKDOOR_Q in md and "Who wrote it?" in md and "Haichang Gao" in md
+    cards = page.locator("#pa-sources .src-card")
+    shown = {cards.nth(i).get_attribute("data-paper-id") for i in range(cards.count())}
+    references = md.split("## References", 1)[1]
+    assert shown and all(f"id: {paper_id}" in references for paper_id in shown)
+    # a new conversation clears the browser's copy: a reload shows nothing again
+    page.click("#pa-new")
+    page.wait_for_function("document.querySelectorAll('#pa-chat [data-testid=\"bot\"]').length == 0")
+    page.wait_for_function("(localStorage.getItem('paper-assistant-conversation') || '').length < 200")
+    page.reload()
+    page.wait_for_selector("#pa-input textarea")
+    page.wait_for_timeout(1500)  # a restore shows well within this (it ran at once above)
+    assert page.locator(BOT_MESSAGES).count() == 0
+    assert "restored" not in page.inner_text("#pa-status")

@@ -10,6 +10,10 @@ marker-click script in `static/`. The page's style (`CSS`), its script (`HEAD`: 
 `[n]` brings source card `src-<turn>-<n>` into view) and theme (`make_theme()`) are handed to
 `gr.mount_gradio_app`, which takes them in Gradio 6 (they moved off `gr.Blocks`).
 
+The conversation is kept in the browser too (`page.kept`, a `gr.BrowserState`, encrypted in
+localStorage with a secret of this server process): a reload restores it (`PageHandlers.restore`
+on load), "New conversation" clears it; a restarted server starts afresh.
+
 Besides the page's own events, one public Gradio API endpoint is registered, `/chat`
 (`PageHandlers.api_chat`), so scripts can use the same server through `gradio_client`.
 """
@@ -27,7 +31,7 @@ import gradio as gr
 from ..config import Settings
 from ..conversation import MODES
 from ..corpus import accepted_files
-from .handlers import Page, PageHandlers, new_session
+from .handlers import BROWSER_KEY, Page, PageHandlers, new_session
 from .map_tab import MapTab
 from .render import category_choices, esc, formats_markdown, sources_panel, stats_html, year_hint
 
@@ -73,6 +77,7 @@ def build_ui(pa, settings: Optional[Settings] = None) -> gr.Blocks:
     with gr.Blocks(title="Paper Assistant", analytics_enabled=False,
                    delete_cache=(3600, 86400)) as demo:
         page.session = gr.State(new_session)  # called per page load: each session its own
+        page.kept = gr.BrowserState(None, storage_key=BROWSER_KEY)  # restored on load
         _header(pa)
         with gr.Tabs():
             with gr.Tab("Chat", id="chat"):
@@ -127,6 +132,9 @@ def _chat_column(page: Page) -> None:
         # the latest answer's literature table ("Make a table of the papers on X: method, data")
         page.table_csv = gr.DownloadButton("Download table (CSV)", size="sm", interactive=False,
                                            elem_id="pa-table-csv")
+        # every question and answer, then the references (transcript_markdown, as the CLI's)
+        page.conversation_md = gr.DownloadButton("Download conversation (Markdown)", size="sm",
+                                                 interactive=False, elem_id="pa-conversation-md")
     with gr.Accordion("Copy the last answer as Markdown (with references)", open=False):
         page.copy_md = gr.Textbox("", lines=8, max_lines=18, buttons=["copy"], show_label=False,
                                   interactive=False, placeholder="Ask something first.",
@@ -187,13 +195,14 @@ def _wire(demo: gr.Blocks, page: Page, h: PageHandlers) -> None:
         button.click(lambda t=text: t, None, page.msg, api_visibility="private",
                      queue=False).then(**chat)
     for clear in (page.new.click, page.chatbot.clear):  # the chat's own bin icon starts afresh
-        clear(h.reset, None, [page.chatbot, page.sources, page.status, page.session, page.copy_md,
-                              page.bib, page.table_csv, page.msg], api_visibility="private", queue=False)
+        clear(h.reset, None, page.conversation_outputs, api_visibility="private", queue=False)
     page.upload_button.click(h.upload, [page.upload_file],
                              [page.stats, page.upload_status, *page.filters],
                              api_visibility="private", concurrency_limit=1,
                              concurrency_id="corpus")
     demo.load(h.on_load, None, [*page.filters, page.stats], api_visibility="private")
+    demo.load(h.restore, [page.kept], page.conversation_outputs, api_visibility="private",
+              show_progress="hidden")
     page.authors.key_up(h.author_choices, [page.authors], page.authors, api_visibility="private",
                         queue=False, show_progress="hidden", trigger_mode="always_last")
     gr.api(h.api_chat, api_name="chat", concurrency_id="chat")

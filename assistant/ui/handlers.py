@@ -4,10 +4,12 @@ a component left out keeps its value.
     handlers = PageHandlers(pa, page, bib_dir)     # page: the components (`Page`)
     handlers.respond(...)   one chat turn, streamed      handlers.reset()    a new conversation
     handlers.upload(file)   add a corpus file            handlers.on_load()  filters and stats
+    handlers.restore(kept)  on load: the conversation this browser kept (`gr.BrowserState`)
     handlers.api_chat(...)  the public `/chat` API endpoint (gradio_client)
 
 One `PaperAssistant` serves every browser session; a session's conversation lives in its
-`gr.State` (see `new_session`).
+`gr.State` (see `new_session`), and a copy of it (a `Transcript`, the same JSON as
+`chat --save`) in the browser's localStorage, so a reload brings it back.
 """
 from __future__ import annotations
 
@@ -25,6 +27,8 @@ from .. import conversation
 from ..conversation import InputError
 from ..export import bibtex_entries, table_csv
 from ..render import answer_markdown, answer_payload, waiting_notice
+from ..transcript import (BROWSER_COPY_UNREADABLE, RESTORED, Exchange, Transcript,
+                          TranscriptError, check_transcript, transcript_markdown)
 from ..types import Answer, Hit
 from .render import (category_choices, esc, render_answer, safe_markdown, sources_panel, stats_html,
                      year_hint)
@@ -34,10 +38,30 @@ log = logging.getLogger("assistant.ui")
 STREAM_INTERVAL = 0.05  # seconds between two streamed chat updates (tokens are batched between)
 NO_FACETS = {"categories": [], "authors": [], "author_count": 0, "year_min": None, "year_max": None}
 AUTHOR_SUGGESTIONS = 50  # names the author box offers at a time: never the whole author index
+# the answers the browser keeps for a reload: localStorage holds about 5 MB per site, and an
+# answer with its citations and snippets takes some 10-30 kB
+BROWSER_EXCHANGES = 50
+BROWSER_KEY = "paper-assistant-conversation"  # its localStorage key
 
 
 def new_session() -> dict:
-    return {"sid": uuid.uuid4().hex, "turns": [], "records": [], "messages": [], "bib": None}
+    """A conversation's state on the server: the transcript (what follow-ups and the downloads
+    read), each answer's sources (`records`, for the panel) and the chat's messages."""
+    return {"sid": uuid.uuid4().hex, "transcript": Transcript(), "records": [], "messages": [],
+            "bib": None}
+
+
+def browser_copy(transcript: Transcript) -> dict:
+    """What the browser keeps: the latest BROWSER_EXCHANGES exchanges, as JSON. Never empty
+    (an empty value is not written, and a cleared conversation must overwrite the old one)."""
+    return transcript.last(BROWSER_EXCHANGES).to_json()
+
+
+def source_record(number: int, exchange: Exchange) -> dict:
+    """One answer's entry of the sources panel (ui/render.sources_panel)."""
+    return {"turn": number, "question": exchange.question, "answer": exchange.answer,
+            "citations": list(exchange.citations), "snippets": dict(exchange.snippets),
+            "intent": exchange.intent}
 
 
 @dataclass
@@ -45,6 +69,7 @@ class Page:
     """The page's components, as `assistant.ui.build_ui` lays them out."""
 
     session: Any = None
+    kept: Any = None  # gr.BrowserState: the conversation's copy in the browser
     chatbot: Any = None
     status: Any = None
     msg: Any = None
@@ -53,6 +78,7 @@ class Page:
     new: Any = None
     bib: Any = None
     table_csv: Any = None
+    conversation_md: Any = None
     copy_md: Any = None
     sources: Any = None
     mode: Any = None
@@ -74,7 +100,13 @@ class Page:
     @property
     def chat_outputs(self) -> list:
         return [self.msg, self.chatbot, self.sources, self.status, self.session, self.copy_md,
-                self.bib, self.table_csv]
+                self.bib, self.table_csv, self.conversation_md, self.kept]
+
+    @property
+    def conversation_outputs(self) -> list:
+        """What a new or restored conversation sets (`reset`, `restore`)."""
+        return [self.chatbot, self.sources, self.status, self.session, self.copy_md, self.bib,
+                self.table_csv, self.conversation_md, self.kept, self.msg]
 
     @property
     def filters(self) -> list:
@@ -166,7 +198,7 @@ class PageHandlers:
                p.sources: sources_panel(records, pending="Searching the papers…")}
         turn = TurnProgress()
         try:
-            for kind, payload in self.pa.ask_stream(message, session["turns"], mode=mode,
+            for kind, payload in self.pa.ask_stream(message, session["transcript"].turns(), mode=mode,
                                                     filters=filters, k=int(k) if k else None):
                 update = self._on_event(turn, kind, payload, messages, records)
                 if update:
@@ -213,34 +245,52 @@ class PageHandlers:
         return None
 
     def _finish(self, turn: TurnProgress, message: str, messages: list, session: dict) -> dict:
-        """The checked answer, its source cards, the Markdown copy and the BibTeX file."""
+        """The checked answer, its source cards, the Markdown copy, the downloads and the
+        browser's copy of the conversation."""
         p, final = self.page, turn.final
         snippets = {h.paper.paper_id: h.snippet for h in final.retrieved}
         for h in turn.found:
             snippets.setdefault(h.paper.paper_id, h.snippet)
-        number = len(session["records"]) + 1
-        records = session["records"] + [{
-            "turn": number, "question": message, "answer": final.answer,
-            "citations": list(final.citations), "snippets": snippets, "intent": final.intent}]
+        transcript = session["transcript"].add(message, final, snippets)
+        number = len(transcript.exchanges)
+        records = session["records"] + [source_record(number, transcript.exchanges[-1])]
         messages[-1] = {"role": "assistant", "content": render_answer(final, number)}
-        bib = self._write_bib(session, records)
-        session = {**session, "turns": conversation.extend(session["turns"], message, final),
-                   "records": records, "messages": messages, "bib": bib}
+        session = {**session, "transcript": transcript, "records": records, "messages": messages}
+        session["bib"] = self._write_bib(session, records)
         return {p.chatbot: messages, p.sources: sources_panel(records), p.status: turn.status(),
                 p.session: session, p.copy_md: answer_markdown(message, final),
-                p.bib: gr.update(value=bib, interactive=bool(bib)),
-                p.table_csv: self._table_update(session, final)}
+                **self._downloads(session, final), p.kept: browser_copy(transcript)}
 
-    def _table_update(self, session: dict, final: Answer):
-        """The CSV of the latest answer's table; off when the latest answer has none."""
-        path = self._write_table(session, final)
-        return gr.update(value=path, interactive=bool(path))
+    def _downloads(self, session: dict, final: Optional[Answer]) -> dict:
+        """The BibTeX of every cited paper, the conversation as Markdown and the latest
+        answer's table as CSV; a button is off while it has nothing to download."""
+        p, bib = self.page, session["bib"]
+        conversation_md = self._write_conversation(session)
+        table = self._write_table(session, final) if final is not None else None
+        return {p.bib: gr.update(value=bib, interactive=bool(bib)),
+                p.conversation_md: gr.update(value=conversation_md,
+                                             interactive=bool(conversation_md)),
+                p.table_csv: gr.update(value=table, interactive=bool(table))}
+
+    def _session_file(self, session: dict, name: str) -> Path:
+        path = self.bib_dir / session.get("sid", uuid.uuid4().hex) / name
+        path.parent.mkdir(exist_ok=True)
+        return path
+
+    def _write_conversation(self, session: dict) -> Optional[str]:
+        """The conversation as Markdown (transcript_markdown, as `chat --markdown` writes it)."""
+        transcript = session["transcript"]
+        if not transcript.exchanges:
+            return None
+        path = self._session_file(session, "conversation.md")
+        path.write_text(transcript_markdown(transcript), encoding="utf-8")
+        return str(path)
 
     def _write_table(self, session: dict, final: Answer) -> Optional[str]:
+        """The CSV of the latest answer's table; None when the latest answer has none."""
         if final.table is None or not final.table.rows:
             return None
-        path = self.bib_dir / session.get("sid", uuid.uuid4().hex) / "table.csv"
-        path.parent.mkdir(exist_ok=True)
+        path = self._session_file(session, "table.csv")
         path.write_text(table_csv(final.table), encoding="utf-8")
         return str(path)
 
@@ -249,16 +299,46 @@ class PageHandlers:
         cites = [c for r in records for c in r["citations"]]
         if not cites:
             return None
-        path = self.bib_dir / session.get("sid", uuid.uuid4().hex) / "references.bib"
-        path.parent.mkdir(exist_ok=True)
+        path = self._session_file(session, "references.bib")
         path.write_text(bibtex_entries(cites), encoding="utf-8")
         return str(path)
 
     def reset(self) -> dict:
-        p = self.page
-        return {p.chatbot: [], p.sources: sources_panel([]), p.status: "", p.session: new_session(),
-                p.copy_md: "", p.bib: gr.update(value=None, interactive=False),
-                p.table_csv: gr.update(value=None, interactive=False), p.msg: ""}
+        """A new conversation, here and in the browser's copy."""
+        p, session = self.page, new_session()
+        return {p.chatbot: [], p.sources: sources_panel([]), p.status: "", p.session: session,
+                p.copy_md: "", **self._downloads(session, None),
+                p.kept: browser_copy(session["transcript"]), p.msg: ""}
+
+    def restore(self, kept) -> dict:
+        """On load: the conversation this browser kept comes back into the chat, the sources
+        panel, the downloads and the history that follow-ups ("who wrote it?") read."""
+        if not isinstance(kept, dict) or not kept.get("exchanges"):
+            return gr.skip()  # nothing kept: the page as it loads
+        try:
+            transcript = check_transcript(kept, "the conversation kept in this browser")
+        except TranscriptError as exc:  # e.g. kept by another version: start afresh, say so
+            log.warning("%s", exc)
+            gr.Warning(BROWSER_COPY_UNREADABLE)
+            return gr.skip()
+        p, session = self.page, self.session_from(transcript)
+        n, last = len(transcript.exchanges), transcript.exchanges[-1]
+        return {p.chatbot: session["messages"], p.sources: sources_panel(session["records"]),
+                p.status: RESTORED.format(n=n, s="s" * (n != 1)), p.session: session,
+                p.copy_md: answer_markdown(last.question, last.as_answer()),
+                **self._downloads(session, last.as_answer())}
+
+    def session_from(self, transcript: Transcript) -> dict:
+        """A session holding `transcript`: its sources, its chat messages and its BibTeX."""
+        session = new_session()
+        session["transcript"] = transcript
+        for number, exchange in enumerate(transcript.exchanges, 1):
+            session["records"].append(source_record(number, exchange))
+            session["messages"] += [
+                {"role": "user", "content": exchange.question},
+                {"role": "assistant", "content": render_answer(exchange.as_answer(), number)}]
+        session["bib"] = self._write_bib(session, session["records"])
+        return session
 
     # ------------------------------------------------------------------ corpus
     def _facet_updates(self, f: dict) -> dict:
