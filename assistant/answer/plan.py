@@ -7,7 +7,6 @@ writes prose over the papers chosen, which grounding then checks.
 """
 from __future__ import annotations
 
-import re
 import threading
 from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
@@ -20,8 +19,7 @@ from ..text import terms
 from ..types import Filters, Hit, Intent, LiteratureTable, Paper, TableRow, Turn
 from . import compose
 from .evidence import SentenceEmbeddings, Source, evidence_for, safe_sentences
-from .query import (Query, asks_previous_papers, paper_id_in, parse, shown_lists, similar_target,
-                    table_request)
+from .query import Query, parse, shown_lists
 from .reading import Read, Reader
 from .relevance import Judge, Judged, authors_named
 from .naming import named_in_abstract, names_paper, names_title, new_terms, title_names
@@ -421,12 +419,12 @@ class Planner:
         """(the one paper a "more like …" means, or None; the name it gave that found nothing).
         An explicit id, else the reference ("the second one", "it"), else a name ("Top-W"),
         else the last answer's paper when it showed exactly one ("more like this")."""
-        by_id = self.store.paper(paper_id_in(q.message)) if paper_id_in(q.message) else None
+        by_id = self.store.paper(q.paper_id) if q.paper_id else None
         if by_id is not None:
             return by_id, ""
         if focus:
             return (focus[0], "") if len(focus) == 1 else (None, "")
-        target = similar_target(q.message)
+        target = q.similar_target
         if not target:
             shown = self._last_shown(history)
             return (shown[0], "") if len(shown) == 1 else (None, "")
@@ -456,7 +454,7 @@ class Planner:
         aspect, each cell quoted from the paper's abstract."""
         from .table import table_cells, table_markdown
 
-        topic, aspects = table_request(q.message)
+        topic, aspects = q.table_topic, q.table_aspects
         plan = TurnPlan("table", topic or q.message)
         papers, matching = self._table_papers(q, topic, history, focus, filters, k, plan)
         if not papers:
@@ -485,15 +483,15 @@ class Planner:
         if focus:
             plan.retrieved = [as_hit(p) for p in focus]
             return list(focus), 0
-        if asks_previous_papers(q.message) or not topic:
+        if q.table_of_previous or not topic:
             shown = self._last_shown(history)
             if not shown:
                 plan.abstain = True
-                plan.prefix = (compose.choices([]) if asks_previous_papers(q.message)
+                plan.prefix = (compose.choices([]) if q.table_of_previous
                                else compose.TABLE_NEEDS_PAPERS)
             plan.retrieved = [as_hit(p) for p in shown]
             return shown, 0
-        named = self._named_papers(topic)
+        named = self._named_papers(q.sides)
         if named:
             plan.retrieved = [as_hit(p) for p in named]
             return named, 0
@@ -504,10 +502,9 @@ class Planner:
             self._refuse(plan, replace(q, intent="summary", topic=topic), judged, filters)
         return [j.paper for j in relevant], len(relevant)
 
-    def _named_papers(self, topic: str) -> list[Paper]:
+    def _named_papers(self, sides: list[str]) -> list[Paper]:
         """"Top-W, Verbalized Sampling and DualGraph": the papers whose titles the sides name,
         when every side names one (else the topic is a topic)."""
-        sides = [s for s in re.split(r"\s*(?:,|;|&|\band\b)\s*", topic) if s.strip()]
         papers = list(self.store.papers().values())
         found = [next((p for p in papers if names_title(side, p)), None) for side in sides]
         if not sides or not all(found):

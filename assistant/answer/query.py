@@ -174,6 +174,12 @@ class Query:
     categories: list[str] = field(default_factory=list)  # categories named as such: a filter
     scope: str = ""  # how the message named them ("the Applications area")
     unknown_category: str = ""  # a category named as one that the collection lacks ("the NLP area")
+    paper_id: str = ""  # an explicit paper id ("more like id: h6a909e7d1eee", the page's button)
+    similar_target: str = ""  # what "more like …" names ("Top-W"); "" for "more like this"
+    table_topic: str = ""  # what a table is about ("causal inference"), "" when it names no topic
+    table_aspects: list[str] = field(default_factory=list)  # its columns ("method", "data")
+    table_of_previous: bool = False  # "a table of the papers you cited": the last answer's papers
+    sides: list[str] = field(default_factory=list)  # a table topic cut at "," / "and" ("Top-W, DualGraph")
 
 
 def detect_intent(message: str) -> Intent:
@@ -629,7 +635,17 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     q.after_refusal = bool(refs) and turns[0].refused
     if intent == "compare":
         q.targets = compare_targets(_without(message, refs))
+    if intent == "similar":
+        q.paper_id, q.similar_target = paper_id_in(message), similar_target(message)
+    if intent == "table":
+        q.table_topic, q.table_aspects = table_request(message)
+        q.table_of_previous = asks_previous_papers(message)
+        q.sides = [s for s in SIDES_SPLIT_RE.split(q.table_topic) if s.strip()]
     return q
+
+
+# "Top-W, Verbalized Sampling and DualGraph": the sides a list of names is cut into
+SIDES_SPLIT_RE = re.compile(r"\s*(?:,|;|&|\band\b)\s*")
 
 
 def _without(message: str, refs: list[_Found]) -> str:
