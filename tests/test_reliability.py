@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import tempfile
 from pathlib import Path
@@ -406,10 +405,9 @@ def _engine(pa, reply: str | None):
     from assistant.library import PaperAssistant
     from test_answer import scripted
 
-    fresh = PaperAssistant(pa.settings, store=pa.store)
-    if reply is not None:
-        scripted(fresh, reply)
-    return fresh
+    if reply is None:
+        return PaperAssistant(pa.settings, store=pa.store)
+    return scripted(pa, reply)[0]
 
 
 @pytest.mark.parametrize("question", [PLANTED_QUESTIONS[i] for i in (2, 4, 5, 6, 7, 8)])
