@@ -139,9 +139,8 @@ def _fuzz_test(fmt: str):
     def fuzz(path, data):
         check_reader(path, FORMAT_OF[fmt], data)
 
-    def test():
-        with tempfile.TemporaryDirectory(prefix=f"fuzz-{fmt}-") as folder:  # removed afterwards
-            fuzz(Path(folder) / VALID[fmt][0])
+    def test(tmp_path):
+        fuzz(tmp_path / VALID[fmt][0])
 
     test.__name__ = f"test_reader_survives_hostile_{fmt}"
     return test

@@ -240,7 +240,7 @@ class PageHandlers:
         if final.table is None or not final.table.rows:
             return None
         path = self.bib_dir / session.get("sid", uuid.uuid4().hex) / "table.csv"
-        path.parent.mkdir(exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)  # the folder is removed at shutdown
         path.write_text(table_csv(final.table), encoding="utf-8")
         return str(path)
 
@@ -250,7 +250,7 @@ class PageHandlers:
         if not cites:
             return None
         path = self.bib_dir / session.get("sid", uuid.uuid4().hex) / "references.bib"
-        path.parent.mkdir(exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)  # the folder is removed at shutdown
         path.write_text(bibtex_entries(cites), encoding="utf-8")
         return str(path)
 
