@@ -6,6 +6,7 @@
     pa.search("federated backdoor attacks")
     answer = pa.ask("Which paper studies backdoors in FL?")
     pa.ask("Who wrote it?", history=[Turn(role="user", ...), answer.as_turn()])
+    PaperAssistant(settings, store=pa.store, llm=my_llm)   # parts passed in, e.g. by tests
 """
 from __future__ import annotations
 
@@ -25,11 +26,20 @@ from .types import Answer, Filters, Hit, Turn
 
 class PaperAssistant:
     def __init__(self, settings: Optional[Settings] = None, store: Optional[Store] = None,
-                 llm=None, **overrides):
-        """`store`: an open store to use (e.g. one shared by several assistants); `llm`: the
-        language model that answers (a llama-index LLM), instead of the one `settings` name."""
+                 llm=None, embedder=None, **overrides):
+        """Every part defaults to what `settings` name, made on first use; pass one in to share
+        it or to choose it (tests pass a small real model, or the `none` backend, this way).
+
+        `store`: an open store to use (e.g. one shared by several assistants).
+        `llm`: the language model that answers (a llama-index LLM), instead of the one
+        `settings.llm_backend` names; it answers only when that backend is not "none".
+        `embedder`: the embedding model (a llama-index BaseEmbedding) of the store this
+        assistant opens, instead of the one `settings` name; a given `store` has its own."""
+        if store is not None and embedder is not None and embedder is not store.embedder:
+            raise ValueError("the store given embeds with its own model: pass `embedder` to its Store")
         self.settings = settings or load_settings(**overrides)
         self._store: Optional[Store] = store
+        self._embedder = embedder
         self._llm = llm
         self._retriever: Optional[Retriever] = None
         self._engine = None
@@ -43,8 +53,12 @@ class PaperAssistant:
         with self._lock:
             if self._store is None:
                 with self._chroma():
-                    self._store = Store(self.settings)
+                    self._store = self._open_store()
             return self._store
+
+    def _open_store(self, rebuild: bool = False) -> Store:
+        """The store `settings` name, embedding with the injected embedder if there is one."""
+        return Store(self.settings, embedder=self._embedder, rebuild=rebuild)
 
     def _chroma(self):
         """A Chroma server that stops answering is a StoreUnavailable (a StoreError) with a
@@ -72,7 +86,7 @@ class PaperAssistant:
         if rebuild:
             with self._lock:
                 if self._store is None:  # opening it normally would raise StoreMismatch
-                    self._store = Store(self.settings, rebuild=True)
+                    self._store = self._open_store(rebuild=True)
                 else:
                     self._store.delete_all()
         with self._chroma():

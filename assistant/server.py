@@ -12,10 +12,13 @@ never printed or logged.
 """
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
 import os
+import shutil
 import socket
+from pathlib import Path
 from typing import Optional
 
 import gradio as gr
@@ -24,7 +27,7 @@ from fastapi import FastAPI
 from .api import create_router
 from .config import API_KEY_ENV, SERVE_HOST, SERVE_PORT, Settings, load_settings
 from .library import PaperAssistant
-from .ui import CSS, HEAD, build_ui, make_theme
+from .ui import CSS, HEAD, build_ui, export_folder, make_theme
 
 log = logging.getLogger("assistant.server")
 
@@ -81,10 +84,12 @@ def create_app(pa: PaperAssistant, settings: Optional[Settings] = None,
     """FastAPI app: /healthz, /v1/* (bearer `api_key` if given) and the Gradio page at `/`
     (login `auth` if given)."""
     settings = settings or pa.settings
+    exports = export_folder()
     # No /docs: Swagger's assets come from a CDN and the machine is offline by default.
-    app = FastAPI(title="paper-assistant", docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(title="paper-assistant", docs_url=None, redoc_url=None, openapi_url=None,
+                  lifespan=_removed_at_shutdown(exports))
     app.include_router(create_router(pa, api_key=api_key))
-    blocks = build_ui(pa, settings)
+    blocks = build_ui(pa, settings, exports)
     blocks.queue(default_concurrency_limit=concurrency, max_size=QUEUE_MAX)
     gr.mount_gradio_app(
         app, blocks, path="/", auth=auth,
@@ -95,6 +100,21 @@ def create_app(pa: PaperAssistant, settings: Optional[Settings] = None,
     )
     app.state.pa, app.state.blocks = pa, blocks
     return app
+
+
+def _removed_at_shutdown(folder: Path):
+    """A lifespan that removes `folder` (the page's downloads) when the server stops, however
+    it is stopped gracefully: a SIGTERM'd uvicorn exits by re-raising the signal, skipping
+    atexit. Gradio's own lifespan runs inside it (mount_gradio_app wraps the app's)."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        try:
+            yield
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    return lifespan
 
 
 def _display_url(host: str, port: int) -> str:

@@ -3,6 +3,7 @@
     seed_settings    Settings on a temporary store folder, llm_backend="none"
     seed_assistant   PaperAssistant on seed_settings with the bundled seed corpus ingested once
     seeded_assistant(store_dir, cls)  the same on a store of its own (for tests that write)
+    answered_by(pa, llm, backend)     an assistant on pa's store whose answers `llm` writes
     chroma_server    "http://127.0.0.1:PORT" of a real `chroma run` server (session-scoped)
     openai_server    re-exported from tests/llm_server.py when it defines it
 
@@ -72,6 +73,16 @@ def seeded_assistant(store_dir: Path, cls=None):
     assistant = (cls or PaperAssistant)(load_settings(llm_backend="none", store_dir=store_dir))
     assistant.ensure_corpus()
     return assistant
+
+
+def answered_by(pa, llm, backend: str = "local"):
+    """A PaperAssistant on `pa`'s store and settings whose answers `llm` writes (a real small
+    model or a scripted stand-in), passed in through the constructor under `backend` (any but
+    "none", which answers without a model). `pa` is left as it was: it may be shared."""
+    from assistant.library import PaperAssistant
+
+    settings = pa.settings.model_copy(update={"llm_backend": backend})
+    return PaperAssistant(settings, store=pa.store, llm=llm)
 
 
 def write_jsonl(path: Path, records: Iterable[dict]) -> Path:

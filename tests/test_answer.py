@@ -19,7 +19,8 @@ from assistant.llm import BackendError
 from assistant.answer import AnswerEngine
 from assistant.answer.evidence import Source
 from assistant.answer.ground import Grounder, parse_markers, renumber, split_answer
-from assistant.index import Store
+from assistant.embed import make_embedder
+from conftest import answered_by, make_settings, write_jsonl
 
 
 class ScriptedLLM(CustomLLM):
@@ -54,18 +55,18 @@ class ScriptedLLM(CustomLLM):
         return ChatResponse(message=ChatMessage(role="assistant", content=self.reply))
 
 
-def scripted(pa: PaperAssistant, reply: str) -> ScriptedLLM:
+def scripted(pa: PaperAssistant, reply: str) -> tuple[PaperAssistant, ScriptedLLM]:
+    """An assistant on `pa`'s store answered by a ScriptedLLM saying `reply`, and that model.
+    `pa` itself is left as it was (it may be the session's shared assistant)."""
     llm = ScriptedLLM(reply=reply, seen=[])
-    engine = AnswerEngine(pa.settings.model_copy(update={"llm_backend": "local"}), pa.retriever, llm=llm)
-    pa._engine = engine
-    return llm
+    return answered_by(pa, llm), llm
 
 
 @pytest.fixture()
 def pa(seed_assistant):
-    """The shared seed store with a fresh engine per test (so scripted models don't leak)."""
-    fresh = PaperAssistant(seed_assistant.settings, store=seed_assistant.store)
-    return fresh
+    """The session's seed assistant (`none` backend). Read-only: the tests that need a model
+    get an assistant of their own on its store (`scripted`, `answered_by`)."""
+    return seed_assistant
 
 
 def first_authors(answer) -> list[str]:
@@ -154,7 +155,7 @@ def test_a_category_named_as_such_lists_exactly_its_papers(pa, message):
     in_category = {p.paper_id for p in pa.store.papers().values() if p.category == LLM_CATEGORY}
     assert answer.intent == "summary" and not answer.abstained
     assert {c.paper_id for c in answer.citations} == in_category and len(in_category) == 5
-    assert f"5 of the 20 papers in this collection are in *" in answer.answer
+    assert "5 of the 20 papers in this collection are in *" in answer.answer
 
 
 def test_a_category_the_collection_lacks_is_said_to_be_missing_and_read_as_a_topic(pa):
@@ -229,15 +230,15 @@ def test_citations_are_exactly_the_papers_the_text_cites(pa):
 
 # ---------------------------------------------------------------- with a scripted model
 def test_model_citation_outside_the_retrieved_set_is_removed(pa):
-    scripted(pa, "Top-W is a geometry-aware truncation rule using Wasserstein distance [1]. "
-                 "It was later extended by the authors of paper [5].")
+    pa, _ = scripted(pa, "Top-W is a geometry-aware truncation rule using Wasserstein distance [1]. "
+                         "It was later extended by the authors of paper [5].")
     answer = pa.ask("What is Top-W?")
     assert first_authors(answer) == ["Arash Gholamidavoodi"]
     assert "[5]" not in answer.answer and answer.removed_citations == 1
 
 
 def test_model_that_cites_nothing_falls_back_to_cited_extracts(pa):
-    scripted(pa, "I am not sure what you mean.")
+    pa, _ = scripted(pa, "I am not sure what you mean.")
     answer = pa.ask("Which paper uses Voronoi tessellations?")
     assert first_authors(answer) == ["Sahil Sidheekh"]
     assert "Extracts" in answer.answer
@@ -250,15 +251,14 @@ def test_backend_failure_gives_extracts_with_a_notice(pa):
             raise BackendError("server down")  # what every backend raises (assistant.llm)
             yield  # pragma: no cover
 
-    engine = AnswerEngine(pa.settings.model_copy(update={"llm_backend": "openai"}), pa.retriever, llm=Broken())
-    pa._engine = engine
+    pa = answered_by(pa, Broken(), backend="openai")
     answer = pa.ask("Which paper studies backdoor attacks in federated learning?")
     assert first_authors(answer) == ["zhixuan ma"]
     assert any("failed" in n for n in answer.notices)
 
 
 def test_stream_shows_papers_before_the_model_speaks(pa):
-    scripted(pa, "Top-W is a geometry-aware truncation rule [1].")
+    pa, _ = scripted(pa, "Top-W is a geometry-aware truncation rule [1].")
     events = list(pa.ask_stream("What is Top-W?"))
     kinds = [k for k, _ in events]
     assert kinds[0] == "retrieved" and events[0][1]
@@ -276,7 +276,7 @@ def test_the_source_is_shown_before_the_model_writes(pa):
             yield from super().stream_chat(messages, **kw)
 
     llm = Watched(reply="Top-W is a geometry-aware truncation rule [1].", seen=[])
-    pa = PaperAssistant(pa.settings.model_copy(update={"llm_backend": "local"}), store=pa.store, llm=llm)
+    pa = answered_by(pa, llm)
     stream = pa.ask_stream("What is Top-W?")
     kind, _ = next(stream)
     kind, lead = next(stream)
@@ -292,6 +292,47 @@ def test_no_lead_without_a_model(pa):
     assert not answer.answer.startswith("From ") and "[1]" in answer.answer
 
 
+# ---------------------------------------------------------------- parts passed in
+class CountingEmbedder:
+    """The real embedder, noting every text it embeds (a stand-in would change the vectors)."""
+
+    def __init__(self, real):
+        self.real, self.texts = real, []
+
+    def embed_texts(self, texts, batch_size: int = 32):
+        self.texts += texts
+        return self.real.embed_texts(texts, batch_size=batch_size)
+
+    def get_query_embedding(self, query: str):
+        self.texts.append(query)
+        return self.real.get_query_embedding(query)
+
+
+def test_the_engine_answers_with_the_model_and_the_embedder_it_is_given(pa):
+    llm = ScriptedLLM(reply="Top-W is a geometry-aware truncation rule [1].", seen=[])
+    embedder = CountingEmbedder(pa.store.embedder)
+    settings = pa.settings.model_copy(update={"llm_backend": "local"})
+    engine = AnswerEngine(settings, pa.retriever, llm=llm, embedder=embedder)
+    answer = engine.answer("What is Top-W?", [])
+    assert llm.seen and "truncation rule [1]" in answer.answer
+    assert first_authors(answer) == ["Arash Gholamidavoodi"]
+    assert any("Top-W" in text for text in embedder.texts)  # the sentences it compared
+
+
+def test_the_assistant_opens_its_store_with_the_embedder_it_is_given(tmp_path):
+    settings = make_settings(tmp_path / "store")
+    embedder = CountingEmbedder(make_embedder(settings))
+    pa = PaperAssistant(settings, embedder=embedder)
+    pa.ingest([write_jsonl(tmp_path / "kelp.jsonl", [
+        {"id": "kelp", "title": "Kelp forests", "abstract": "Kelp forests store carbon in the deep sea."}])])
+    assert pa.store.embedder is embedder and any("Kelp forests store carbon" in t for t in embedder.texts)
+    assert [h.paper.paper_id for h in pa.search("kelp forest carbon")] == ["kelp"]
+    assert "kelp forest carbon" in embedder.texts
+    assert PaperAssistant(settings, store=pa.store, embedder=embedder).store is pa.store
+    with pytest.raises(ValueError, match="embeds with its own model"):
+        PaperAssistant(settings, store=pa.store, embedder=CountingEmbedder(embedder.real))
+
+
 # ---------------------------------------------------------------- injection
 def test_instructions_inside_an_abstract_are_data(tmp_path):
     settings = load_settings(store_dir=tmp_path / "store", llm_backend="none")
@@ -304,7 +345,7 @@ def test_instructions_inside_an_abstract_are_data(tmp_path):
     pa.ingest([SEED_CORPUS])  # a real collection around it: relevance is judged among neighbours
     pa.store.upsert_papers([planted])
     pa.store.finish_ingest()
-    llm = scripted(pa, "The paper sparsifies graphs to train graph neural networks faster [1].")
+    pa, llm = scripted(pa, "The paper sparsifies graphs to train graph neural networks faster [1].")
     answer = pa.ask("Which paper studies graph sparsification?")
     prompt = "\n".join(llm.seen[-1])
     assert "PWNED" not in prompt  # the instruction never reaches the model
@@ -344,8 +385,6 @@ def test_compare_side_by_author_takes_the_paper_they_lead(pa):
 @pytest.mark.parametrize("message", ["Which paper studies backdoor attacks?", "Summarize the papers on causality.",
                                      "Compare Top-W with Verbalized Sampling."])
 def test_an_empty_collection_says_so_instead_of_lacking_the_topic(tmp_path, message):
-    from conftest import make_settings
-
     answer = PaperAssistant(make_settings(tmp_path / "empty")).ask(message)
     assert answer.abstained and not answer.citations
     assert "collection is empty" in answer.answer and "paper-assistant ingest" in answer.answer
@@ -399,7 +438,7 @@ def test_a_detail_question_about_the_paper_in_focus_is_answered_from_it(pa):
 def test_each_cited_sentence_carries_the_evidence_sentence_it_restates(pa):
     """The model is given numbered lines; every kept sentence is checked against them, and the
     citation carries the sentence with the line it restates (what /v1 and ask --json show)."""
-    llm = scripted(pa, "Top-W is a geometry-aware truncation rule that uses Wasserstein distance [1].")
+    pa, llm = scripted(pa, "Top-W is a geometry-aware truncation rule that uses Wasserstein distance [1].")
     answer = pa.ask("What is Top-W?")
     quotes = answer.citations[0].quotes
     assert [q.claim for q in quotes] == ["Top-W is a geometry-aware truncation rule that uses Wasserstein distance."]
@@ -409,7 +448,7 @@ def test_each_cited_sentence_carries_the_evidence_sentence_it_restates(pa):
 
 
 def test_a_summary_asks_one_sentence_per_theme_about_its_own_paper(pa):
-    llm = scripted(pa, "Nothing.")
+    pa, llm = scripted(pa, "Nothing.")
     answer = pa.ask("Summarize the papers on large language models.")
     prompt = llm.seen[0][-1]
     themes = answer.answer.split("\n\n")[1:]  # the listing: a head line, then one block per theme

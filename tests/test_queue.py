@@ -9,7 +9,6 @@ import copy
 import json
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from fastapi import FastAPI
@@ -19,6 +18,7 @@ from assistant.api import MODEL_ID, create_router
 from assistant.config import Settings
 from assistant.llm import LocalLlamaCPP, make_llm, stream_chat_events, stream_chat_text
 from assistant.llm.turns import Turns, TurnTimeout
+from conftest import answered_by
 
 try:
     from tests.llm_server import smollm2_path
@@ -128,15 +128,9 @@ def test_a_second_generation_reports_waiting_then_answers(smol):
 
 
 @pytest.fixture(scope="module")
-def answering(seed_settings, seed_assistant, smol):
-    """A PaperAssistant on the seed store whose engine writes with SmolLM2."""
-    from assistant.answer.engine import AnswerEngine
-    from assistant.library import PaperAssistant
-
-    pa = PaperAssistant(seed_settings)
-    engine = AnswerEngine(pa.settings.model_copy(update={"llm_backend": "local"}), pa.retriever, llm=smol)
-    pa._engine = engine
-    return pa
+def answering(seed_assistant, smol):
+    """A PaperAssistant on the seed store whose answers SmolLM2 writes (passed in)."""
+    return answered_by(seed_assistant, smol)
 
 
 @needs_smol

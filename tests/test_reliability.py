@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import tempfile
 from pathlib import Path
@@ -140,9 +139,8 @@ def _fuzz_test(fmt: str):
     def fuzz(path, data):
         check_reader(path, FORMAT_OF[fmt], data)
 
-    def test():
-        with tempfile.TemporaryDirectory(prefix=f"fuzz-{fmt}-") as folder:  # removed afterwards
-            fuzz(Path(folder) / VALID[fmt][0])
+    def test(tmp_path):
+        fuzz(tmp_path / VALID[fmt][0])
 
     test.__name__ = f"test_reader_survives_hostile_{fmt}"
     return test
@@ -406,10 +404,9 @@ def _engine(pa, reply: str | None):
     from assistant.library import PaperAssistant
     from test_answer import scripted
 
-    fresh = PaperAssistant(pa.settings, store=pa.store)
-    if reply is not None:
-        scripted(fresh, reply)
-    return fresh
+    if reply is None:
+        return PaperAssistant(pa.settings, store=pa.store)
+    return scripted(pa, reply)[0]
 
 
 @pytest.mark.parametrize("question", [PLANTED_QUESTIONS[i] for i in (2, 4, 5, 6, 7, 8)])

@@ -259,13 +259,16 @@ def test_login_and_token_on_a_live_server(pa):
 
 
 def test_serve_indexes_a_fresh_store_and_prints_the_url(tmp_path):
-    """What `make run` does on a fresh clone, in a subprocess on a free loopback port."""
+    """What `make run` does on a fresh clone, in a subprocess on a free loopback port. Stopped
+    as a service manager stops it (SIGTERM), it leaves no temporary folder behind."""
     port = free_port()
     code = ("import sys; from assistant.config import load_settings; "
             "from assistant.server import serve; "
             f"serve(port={port}, settings=load_settings(llm_backend='none', "
             f"store_dir=sys.argv[1]))")
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    temp = tmp_path / "tmp"  # the server's temporary files, watched
+    temp.mkdir()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TMPDIR": str(temp)}
     env.pop(API_KEY_ENV, None)
     proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "fresh")], cwd=ROOT,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -283,6 +286,7 @@ def test_serve_indexes_a_fresh_store_and_prints_the_url(tmp_path):
             time.sleep(0.3)
         assert r.json() == {"status": "ok", "papers": 20}
         assert "Paper Assistant" in httpx.get(f"http://127.0.0.1:{port}/", timeout=10).text
+        assert list(temp.glob("paper-assistant-bib-*")), "the page's downloads folder"
     finally:
         proc.terminate()
         try:
@@ -292,3 +296,4 @@ def test_serve_indexes_a_fresh_store_and_prints_the_url(tmp_path):
             out, _ = proc.communicate()
     assert f"http://127.0.0.1:{port}/" in out
     assert "indexed the bundled demo corpus: 20 papers" in out
+    assert not list(temp.glob("paper-assistant-bib-*")), "removed at shutdown"

@@ -80,14 +80,14 @@ def test_cli_similar_json_and_text(seed_assistant):
 
 
 # ---------------------------------------------------------------- "more like this" as a conversation turn
-from assistant import Filters, PaperAssistant, Turn  # noqa: E402
+from assistant import Filters, Turn  # noqa: E402
 from assistant.ui.render import more_like_message, source_card  # noqa: E402
 
 
 @pytest.fixture()
 def pa(seed_assistant):
-    fresh = PaperAssistant(seed_assistant.settings, store=seed_assistant.store)
-    return fresh
+    """The session's seed assistant (`none` backend), shared: these tests only ask."""
+    return seed_assistant
 
 
 def after(pa, question, **kw):

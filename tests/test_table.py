@@ -9,7 +9,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from assistant import PaperAssistant, Turn
+from assistant import Turn
 from assistant.answer.table import NONE, aspect_query, phrases, table_cells
 from assistant.cli import app
 from assistant.export import table_csv
@@ -21,8 +21,8 @@ CAUSAL_ASK = "Make a table of the papers on causal inference: method, data"
 
 @pytest.fixture()
 def pa(seed_assistant):
-    fresh = PaperAssistant(seed_assistant.settings, store=seed_assistant.store)
-    return fresh
+    """The session's seed assistant (`none` backend), shared: these tests only ask."""
+    return seed_assistant
 
 
 @pytest.fixture(scope="module")

@@ -29,13 +29,18 @@ Event = tuple[str, object]
 
 
 class AnswerEngine:
-    def __init__(self, settings: Settings, retriever: Retriever, llm=None):
-        """`llm`: the model that answers (a llama-index LLM); None: the one `settings` name,
-        made on first use."""
+    def __init__(self, settings: Settings, retriever: Retriever, llm=None, embedder=None):
+        """The parts are passed in so a caller (or a test) chooses them; None: the default.
+
+        `llm`: the model that answers (a llama-index LLM); None: the one `settings.llm_backend`
+        names, made on first use. With llm_backend "none" no model answers, whatever is given.
+        `embedder`: embeds the sentences and questions that evidence, relevance and grounding
+        compare (a llama-index BaseEmbedding); None: the store's, so one model session serves
+        both retrieval and answering."""
         self.settings = settings
         self.retriever = retriever
         self.store = retriever.store
-        self.embed = SentenceEmbeddings(self.store.embedder)
+        self.embed = SentenceEmbeddings(embedder or self.store.embedder)
         self.judge = Judge(self.store.corpus_stats, settings.relevance, embed=self.embed)
         self.planner = Planner(settings, retriever, self.judge, self.embed, rewriter=self._rewrite,
                                reader=self._reader)

@@ -35,7 +35,7 @@ from .handlers import BROWSER_KEY, Page, PageHandlers, new_session
 from .map_tab import MapTab
 from .render import category_choices, esc, formats_markdown, sources_panel, stats_html, year_hint
 
-__all__ = ["build_ui", "make_theme", "CSS", "HEAD"]
+__all__ = ["build_ui", "export_folder", "make_theme", "CSS", "HEAD"]
 
 EXAMPLES = [
     ("Ask", "Which paper studies backdoor attacks in federated learning?"),
@@ -62,16 +62,24 @@ def make_theme():
     )
 
 
-def build_ui(pa, settings: Optional[Settings] = None) -> gr.Blocks:
-    """The page. `pa` is the process-wide PaperAssistant (shared by every session).
+def export_folder() -> Path:
+    """A new temporary folder for the page's .bib/.csv downloads, removed at interpreter exit.
+    Exit is only a backstop: a SIGTERM'd uvicorn ends by re-raising the signal, which skips
+    atexit, so `create_app` also removes the folder when the server shuts down."""
+    folder = Path(tempfile.mkdtemp(prefix="paper-assistant-bib-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+def build_ui(pa, settings: Optional[Settings] = None, exports: Optional[Path] = None) -> gr.Blocks:
+    """The page. `pa` is the process-wide PaperAssistant (shared by every session); `exports`
+    the folder its .bib/.csv downloads are written to (None: a new `export_folder()`).
 
     Mount it with `gr.mount_gradio_app(app, blocks, "/", css=CSS, head=HEAD, theme=make_theme())`
     after `blocks.queue(...)` (assistant.server does both)."""
     settings = settings or pa.settings
     page = Page()
-    exports = Path(tempfile.mkdtemp(prefix="paper-assistant-bib-"))  # the page's .bib/.csv downloads
-    atexit.register(shutil.rmtree, exports, True)
-    handlers = PageHandlers(pa, page, exports)
+    handlers = PageHandlers(pa, page, exports or export_folder())
     facets = handlers.facets()
     # delete_cache: uploaded corpora and exported .bib files older than a day are removed hourly
     with gr.Blocks(title="Paper Assistant", analytics_enabled=False,

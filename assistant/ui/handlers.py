@@ -274,7 +274,7 @@ class PageHandlers:
 
     def _session_file(self, session: dict, name: str) -> Path:
         path = self.bib_dir / session.get("sid", uuid.uuid4().hex) / name
-        path.parent.mkdir(exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)  # the folder is removed at shutdown
         return path
 
     def _write_conversation(self, session: dict) -> Optional[str]:
