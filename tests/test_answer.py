@@ -18,6 +18,7 @@ from assistant.config import SEED_CORPUS
 from assistant.llm import BackendError
 from assistant.answer import AnswerEngine
 from assistant.answer.evidence import Source
+from assistant.text import split_sentences
 from assistant.answer.ground import Grounder, parse_markers, renumber, split_answer
 from assistant.embed import make_embedder
 from conftest import answered_by, make_settings, write_jsonl
@@ -104,7 +105,9 @@ def test_grounder_keeps_supported_drops_unsupported_and_repoints(pa):
 
 def test_grounder_rejects_a_number_the_source_never_states(pa):
     grounder = Grounder(pa.engine.embed)
-    sources = _sources(pa, "Arash Gholamidavoodi")
+    paper = _sources(pa, "Arash Gholamidavoodi")[0].paper
+    stating = [s for s in split_sentences(paper.abstract) if "33.7" in s]  # the line the model is given
+    sources = [Source(1, paper, stating)]
     ok = grounder.check("Top-W achieves up to 33.7% improvement [1].", sources)
     bad = grounder.check("Top-W achieves up to 91.2% improvement [1].", sources)
     assert "[1]" in ok.text
