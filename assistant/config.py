@@ -194,6 +194,9 @@ class Settings(BaseSettings):
     llm_server_parallel: int = Field(0, ge=0, le=64)
     theme_similarity: float = 0.45  # a summary's themes: groups of papers at least this similar (cosine)
     max_themes: int = 6
+    # a summary's prose: one sentence per theme about its first paper, then the next papers of
+    # the themes in turn until there are at least this many sentences
+    summary_prose_papers: int = 3
     # an overview of more than summary_max papers names each k-means theme from its most central
     # papers, by phrases that recur in this share of them (a summary's themes need half: a theme
     # of hundreds is broader)

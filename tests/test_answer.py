@@ -450,9 +450,15 @@ def test_each_cited_sentence_carries_the_evidence_sentence_it_restates(pa):
     assert quotes[0].evidence == answer.citations[0].evidence
 
 
-def test_a_summary_asks_one_sentence_per_theme_about_its_own_paper(pa):
+def test_a_summary_asks_one_sentence_per_paper_each_theme_first(pa):
+    """No sentence speaks for several papers: the prompt names one paper per sentence, each
+    theme's first paper first (then the next papers, up to summary_prose_papers)."""
     pa, llm = scripted(pa, "Nothing.")
     answer = pa.ask("Summarize the papers on large language models.")
     prompt = llm.seen[0][-1]
-    themes = answer.answer.split("\n\n")[1:]  # the listing: a head line, then one block per theme
-    assert prompt.count("<source n=") == len([t for t in themes if t.startswith("**")])
+    blocks = answer.answer.split("\n\n")[1:]  # the listing: a head line, then one block per theme
+    firsts = [re.search(r"\[(\d+)\]\s*$", b.splitlines()[1]).group(1) for b in blocks if b.startswith("**")]
+    asked = re.findall(r"<source n=(\d+)>", prompt)
+    assert asked[: len(firsts)] == firsts
+    assert len(asked) == max(len(firsts), min(3, len(answer.citations)))
+    assert "one sentence that starts with the paper's name" in prompt

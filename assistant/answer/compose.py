@@ -59,11 +59,20 @@ def unanswered_parts(parts: list[str], sources: list[Source]) -> list[str]:
     return notes
 
 
-def summary_prompt(topic: str, themes: list[tuple[str, list[Source]]]) -> str:
-    """One sentence per theme, restating the lines of the theme's first paper: no sentence
-    speaks for several papers at once (a small model's cross-paper synthesis misattributes)."""
-    leads = [group[0] for _, group in themes if group]
-    return render("summary", sources=sources_text(leads), topic=topic)
+def summary_prompt(themes: list[tuple[str, list[Source]]], least: int = 3) -> str:
+    """One sentence per paper, restating that paper's lines: no sentence speaks for several
+    papers at once (a small model's cross-paper synthesis misattributes)."""
+    papers = prose_papers(themes, least)
+    names = "; ".join(f"[{s.n}] {short_name(s.paper)}" for s in papers)
+    return render("summary", sources=sources_text(papers), names=names)
+
+
+def prose_papers(themes: list[tuple[str, list[Source]]], least: int) -> list[Source]:
+    """The papers a summary's prose speaks of: each theme's first, then the themes' next ones
+    in turn until there are `least` (a one-theme summary still gets a few sentences)."""
+    rounds = max((len(group) for _, group in themes), default=0)
+    ordered = [group[i] for i in range(rounds) for _, group in themes if i < len(group)]
+    return ordered[: max(len(themes), least)]
 
 
 def compare_prompt(sources: list[Source]) -> str:

@@ -263,9 +263,9 @@ class Planner:
         by_id = {s.paper.paper_id: s for s in plan.sources}
         themed = [(t.name, [by_id[p.paper_id] for p in t.papers]) for t in grouped]
         plan.prefix = listing(themed)
-        plan.prompt = compose.summary_prompt(topic, themed)
+        plan.prompt = compose.summary_prompt(themed, self.settings.summary_prose_papers)
         plan.prose_heading = compose.PROSE_HEADING
-        plan.max_tokens = 45 * len(themed)
+        plan.max_tokens = 45 * len(compose.prose_papers(themed, self.settings.summary_prose_papers))
         return plan
 
     def _compare(self, q: Query, focus: list[Paper], filters) -> TurnPlan:
