@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from assistant.answer.themes import cluster, target_groups, theme_name, themes
+from assistant.answer.themes import summary_groups, cluster, target_groups, theme_name, themes
 from assistant.stats import CorpusStats
 from assistant.types import Paper
 
@@ -27,8 +27,21 @@ def test_cluster_finds_the_groups_and_keeps_first_member_order():
 
 
 def test_cluster_a_handful_of_papers_is_one_theme_unless_they_differ_a_lot():
-    assert len(cluster(np.eye(4), min_similarity=0.9, max_groups=6)) == 1  # sqrt(4/2) -> 1
+    alike = np.eye(4) * 0.2 + 1.0  # four nearly parallel vectors
+    assert len(cluster(alike, min_similarity=0.9, max_groups=6)) == 1
+    assert len(cluster(np.eye(4), min_similarity=0.9, max_groups=6)) == 2  # ceil(sqrt(4))
+    assert summary_groups(20, 6) == 5 and summary_groups(2, 6) == 2 and summary_groups(400, 6) == 6
     assert target_groups(40, 6) == 4 and target_groups(3, 6) == 1 and target_groups(400, 6) == 6
+
+
+def test_twenty_papers_on_different_subjects_are_not_forced_into_three_themes(seed_assistant):
+    """The bundled corpus: its four causal-inference papers make a theme of their own."""
+    papers = list(seed_assistant.store.papers().values())
+    vectors = seed_assistant.store.paper_vectors([p.paper_id for p in papers])
+    groups = cluster(vectors, min_similarity=0.45, max_groups=6)
+    causal = {i for i, p in enumerate(papers) if "causal" in (p.title + p.abstract[:300]).lower()}
+    assert len(groups) >= 5
+    assert any(set(g) <= causal and len(g) >= 3 for g in groups)
 
 
 def _p(pid, abstract):

@@ -47,14 +47,21 @@ def target_groups(n: int, max_groups: int) -> int:
     return max(1, min(max_groups, round(math.sqrt(n / 2))))
 
 
+def summary_groups(n: int, max_groups: int) -> int:
+    """A summary's themes at most: about sqrt(n), so twenty papers on different subjects are
+    not forced into three grab-bags (five causal-inference papers still make one theme, as
+    long as they are alike: merging goes on while groups are `min_similarity` alike)."""
+    return max(1, min(max_groups, math.ceil(math.sqrt(n))))
+
+
 def cluster(vectors: np.ndarray, min_similarity: float, max_groups: int) -> list[list[int]]:
-    """Average-linkage agglomerative clustering on cosine similarity, down to about sqrt(n/2)
+    """Average-linkage agglomerative clustering on cosine similarity, down to about sqrt(n)
     groups (and further while two groups are at least `min_similarity` alike); indices per
     group, groups in order of their first member."""
     groups = [[i] for i in range(len(vectors))]
     if len(vectors) < 2:
         return groups
-    target = target_groups(len(vectors), max_groups)
+    target = summary_groups(len(vectors), max_groups)
     unit = vectors / (np.linalg.norm(vectors, axis=1, keepdims=True) + 1e-9)
     sim = unit @ unit.T
     while len(groups) > 1:
