@@ -7,7 +7,7 @@ from assistant.answer.markers import MARKER_RE, parse_markers, renumber
 from assistant.export import bib_escape, bibtex_entries, bibtex_key
 from assistant.render import (answer_markdown, answer_payload, author_line, citation_json,
                               reference_line, references_markdown)
-from assistant.types import Answer, Citation
+from assistant.types import Answer, Citation, Quote
 from assistant.ui.render import link_markers, source_card, sources_panel
 
 TOP_W = Citation(number=1, paper_id="p1", title="Top-W: {Geometry} aware truncation",
@@ -76,9 +76,9 @@ def test_reference_lines_carry_the_link_and_the_doi():
 
 
 def test_payloads_extend_the_library_shapes():
-    """`ask --json`, `/chat` and `/v1` send Citation.to_json()'s fields and add four."""
+    """`ask --json`, `/chat` and `/v1` send Citation.to_json()'s fields and add five."""
     assert citation_json(FL) == {**FL.to_json(), "evidence": "", "title_is_derived": True,
-                                 "url": None, "doi": None}
+                                 "quotes": [], "url": None, "doi": None}
     with_doi = citation_json(TOP_W.model_copy(update={"doi": "10.1/abc"}))
     assert with_doi["doi"] == "10.1/abc" and with_doi["url"] is None
     answer = Answer(answer="x [1]", intent="question", citations=[TOP_W], backend="none")
@@ -150,3 +150,16 @@ def test_bibtex_export_carries_url_and_doi_back_to_the_reader(tmp_path):
     path.write_text(bib.replace("  title =", "  abstract = {An abstract.},\n  title ="), "utf-8")
     [paper] = read_papers(path)
     assert (paper.url, paper.doi) == ("https://example.org/p", "10.1/abc_d")
+
+
+def test_each_sentence_citing_a_paper_is_shown_with_the_line_it_restates():
+    quoted = TOP_W.model_copy(update={"quotes": [
+        Quote(claim="Top-W truncates <by> geometry.", evidence="Top-W is a geometry-aware truncation rule."),
+        Quote(claim="It beats min-p.", evidence="It improves accuracy by up to 33.7% over min-p.")]})
+    card = source_card(1, quoted)
+    assert "What the answer says from it (2)" in card
+    assert "Top-W truncates &lt;by&gt; geometry." in card and "<by>" not in card
+    assert '<q class="quote">It improves accuracy by up to 33.7% over min-p.</q>' in card
+    assert "What the answer says" not in source_card(1, TOP_W)
+    assert citation_json(quoted)["quotes"][1] == {"claim": "It beats min-p.",
+                                                  "evidence": "It improves accuracy by up to 33.7% over min-p."}
