@@ -15,6 +15,7 @@ import numpy as np
 
 from ..config import Settings
 from ..retrieve import Retriever
+from ..similar import find_similar
 from ..text import terms
 from ..types import Filters, Hit, Intent, LiteratureTable, Paper, TableRow, Turn
 from . import compose
@@ -22,6 +23,7 @@ from .evidence import SentenceEmbeddings, Source, evidence_for, safe_sentences
 from .query import Query, parse, shown_lists
 from .reading import Read, Reader
 from .relevance import Judge, Judged, authors_named
+from .table import table_cells, table_markdown
 from .naming import named_in_abstract, names_paper, names_title, new_terms, title_names
 from .themes import Theme, central, kmeans, target_groups, theme_name, themes
 
@@ -436,8 +438,6 @@ class Planner:
 
     def _neighbours(self, source: Paper, filters):
         """The nearest papers to `source`; with filters, the nearest the filters allow."""
-        from ..similar import find_similar
-
         k, allowed = self.settings.similar_k, self.store.allowed_papers(filters)
         want = k if allowed is None else k * 4  # room for the neighbours the filters drop
         found = find_similar(self.store, self.embed, source.paper_id, want, self.settings.similar_candidates)
@@ -452,8 +452,6 @@ class Planner:
     def _table(self, q: Query, history: list[Turn], focus: list[Paper], filters, k) -> TurnPlan:
         """One row per paper (the papers referred to, named, or about the topic), one cell per
         aspect, each cell quoted from the paper's abstract."""
-        from .table import table_cells, table_markdown
-
         topic, aspects = q.table_topic, q.table_aspects
         plan = TurnPlan("table", topic or q.message)
         papers, matching = self._table_papers(q, topic, history, focus, filters, k, plan)
