@@ -146,6 +146,27 @@ def rich_progress(path: Path):
         yield update
 
 
+def follow_map_build(build, quiet: bool) -> None:
+    """Wait for the map build an ingest started (the process would end it), with a progress
+    bar unless quiet; a failed build is reported, the ingest stands."""
+    if build is None:
+        return
+    if quiet:
+        build.done.wait()
+    else:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+                      TimeElapsedColumn(), console=err, transient=False) as bar:
+            task = bar.add_task("map", total=1.0)
+            while not build.done.wait(0.25):
+                bar.update(task, completed=build.share, description=f"map: {build.stage}")
+            bar.update(task, completed=1.0, description="map")
+    if build.error:
+        err.print(f"[yellow]the map could not be built[/] ({build.error}); `paper-assistant map` "
+                  f"tries again", highlight=False)
+
+
 @app.command()
 def ingest(paths: Annotated[list[Path], typer.Argument(help="Corpus files: seed listing .txt, .jsonl, .json (incl. CSL-JSON), .csv, .bib, .ris, a Zotero library (zotero.sqlite).")],
            skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Load the good records and report the bad ones.")] = False,
@@ -155,7 +176,8 @@ def ingest(paths: Annotated[list[Path], typer.Argument(help="Corpus files: seed 
     pa = make_assistant(store, chroma_url)
     with friendly_errors():
         reports = pa.ingest(paths, skip_bad=skip_bad, rebuild=rebuild,
-                            progress_factory=None if quiet else rich_progress)
+                            progress_factory=None if quiet else rich_progress, background_map=True)
+        follow_map_build(pa.map_build, quiet)
     for r in reports:
         u = r.upsert
         err.print(f"{r.path}: {r.papers} papers ({u.papers_new} new, {u.papers_updated} updated, "
@@ -242,8 +264,9 @@ def map_command(as_json: JsonOpt = False,
     if as_json:
         print(json.dumps(cmap.to_json(with_points=points), ensure_ascii=False))
         return
-    out.print(f"{cmap.size:,} papers · {len(cmap.clusters)} themes · layout {cmap.method.upper()} "
-              f"(axes explain {sum(cmap.explained):.0%} of the variance) · built in "
+    how = ("t-SNE" if cmap.method == "tsne" else
+           f"PCA (axes explain {sum(cmap.explained):.0%} of the variance)")
+    out.print(f"{cmap.size:,} papers · {len(cmap.clusters)} themes · layout {how} · built in "
               f"{cmap.build_seconds:.1f} s", highlight=False)
     for c in cmap.clusters:
         out.print(f"{c.id + 1:>3}. {c.label}  [dim]{c.size:,} papers · centre ({c.x:.2f}, {c.y:.2f})[/]",

@@ -165,7 +165,14 @@ class Settings(BaseSettings):
         12, description="Themes the map is coloured by at most (about sqrt(papers/2) below it).")
     map_after_ingest: bool = Field(
         True, description="Build the map (and cache it with the store) at the end of every "
-                          "ingest, so the page's Map tab opens at once; otherwise on first use.")
+                          "ingest, so the page's Map tab opens at once; otherwise on first use. "
+                          "After an upload on the page it is built in the background.")
+    map_layout: Literal["tsne", "pca"] = Field(
+        "tsne", description="How papers are placed: t-SNE keeps each paper's nearest papers next "
+                            "to it (openTSNE; PCA below 50 papers or without it); PCA is a "
+                            "linear projection, faster but mixing unrelated papers.")
+    map_threads: int = Field(
+        2, ge=1, description="Threads of the t-SNE layout (the same map whatever the number).")
 
     # -- eval: known-item search on the user's own corpus (assistant/evaluate.py)
     eval_sample: int = 100  # papers asked for

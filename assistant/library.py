@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import logging
 import threading
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Sequence
@@ -22,6 +23,8 @@ from .evaluate import EvalReport, evaluate
 from .similar import SimilarPaper, find_similar
 from .tuning import save_tuned_alpha
 from .types import Answer, Filters, Hit, Turn
+
+log = logging.getLogger("assistant")
 
 
 class PaperAssistant:
@@ -46,6 +49,8 @@ class PaperAssistant:
         self._lock = threading.RLock()
         self._map = None  # the collection map of the store's current revision (assistant/map.py)
         self._map_lock = threading.Lock()  # one build at a time
+        self._map_start_lock = threading.Lock()  # one background build started at a time
+        self._map_build = None  # the latest map build's MapProgress
 
     # -- parts, created on first use so `--help` and `stats` stay fast
     @property
@@ -82,7 +87,10 @@ class PaperAssistant:
 
     # -- corpus
     def ingest(self, paths: Iterable[Path | str], skip_bad: bool = False, rebuild: bool = False,
-               progress_factory=None) -> list[FileReport]:
+               progress_factory=None, background_map: bool = False) -> list[FileReport]:
+        """Read corpus files into the store, then (map_after_ingest) build the map of the new
+        revision: before returning, or with `background_map` in a thread followed by
+        `map_build` (the page's upload, so the upload answers at once)."""
         if rebuild:
             with self._lock:
                 if self._store is None:  # opening it normally would raise StoreMismatch
@@ -92,7 +100,11 @@ class PaperAssistant:
         with self._chroma():
             reports = ingest_paths(self.store, [Path(p) for p in paths], skip_bad, progress_factory)
             if self.settings.map_after_ingest and any(r.papers for r in reports):
-                self.collection_map()  # built now and cached with the store: the page opens it at once
+                # built now and cached with the store: the page opens it at once
+                if background_map:
+                    self.start_map_build()
+                else:
+                    self.collection_map()
         return reports
 
     def ensure_corpus(self, progress_factory=None) -> Optional[list[FileReport]]:
@@ -116,31 +128,96 @@ class PaperAssistant:
         with self._chroma():
             return self.store.corpus_stats().author_suggestions(typed, limit)
 
-    def collection_map(self, rebuild: bool = False):
+    def collection_map(self, rebuild: bool = False, progress=None):
         """The map of the collection (assistant.map.CollectionMap): every paper in 2-D, coloured
         by labelled themes. Cached in memory and in the store's cache folder, both tagged with
-        the store revision: after a write it is rebuilt on the next call."""
-        from .map import CollectionMap, build_map, map_signature
+        the store revision: after a write it is rebuilt on the next call (reporting to
+        `progress`, an assistant.map.MapProgress, or to a new one in `map_build`)."""
+        from .map import MapProgress, build_map, map_signature
 
         signature = map_signature(self.settings)
-        with self._map_lock:
-            revision = self.store.revision()
-            current = self._map
-            if not rebuild and current is not None and current.revision == revision \
-                    and getattr(current, "signature", None) == signature:
-                return current
-            folder = self.store.cache_dir
-            found = None if rebuild else CollectionMap.load(folder, revision, signature)
-            if found is None:
-                found = build_map(self.store, self.settings.map_max_clusters)
-                try:  # only beside the cache of the same revision (which a new revision replaces)
-                    if (folder / "revision").read_text().strip() == found.revision:
-                        found.save(folder, signature)
-                except OSError:
-                    pass  # a read-only store still gets its map, in memory
+        progress = progress or MapProgress()
+        error = None
+        try:
+            with self._map_lock:
+                found = None if rebuild else self._current_map(signature)
+                if found is None:
+                    self._map_build = progress
+                    found = build_map(self.store, self.settings.map_max_clusters,
+                                      method=self.settings.map_layout,
+                                      threads=self.settings.map_threads, progress=progress)
+                    self._save_map(found, signature)
+                found.signature = signature
+                self._map = found
+                return found
+        except BaseException as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            progress.finish(error)
+
+    def _current_map(self, signature: dict):
+        """The map of the store's current revision from memory or the store's cache, or None
+        when it has to be built."""
+        from .map import CollectionMap
+
+        revision = self.store.revision()
+        current = self._map
+        if current is not None and current.revision == revision \
+                and getattr(current, "signature", None) == signature:
+            return current
+        found = CollectionMap.load(self.store.cache_dir, revision, signature)
+        if found is not None:
             found.signature = signature
             self._map = found
-            return found
+        return found
+
+    def _save_map(self, found, signature: dict) -> None:
+        folder = self.store.cache_dir
+        try:  # only beside the cache of the same revision (which a new revision replaces)
+            if (folder / "revision").read_text().strip() == found.revision:
+                found.save(folder, signature)
+        except OSError:
+            pass  # a read-only store still gets its map, in memory
+
+    @property
+    def map_build(self):
+        """The latest map build (assistant.map.MapProgress): under way until its `done` is set;
+        None before any."""
+        return self._map_build
+
+    def start_map_build(self):
+        """Build the map of the current revision in a background thread (unless one is under
+        way); the MapProgress to follow. Errors end up in its `error`."""
+        from .map import MapProgress
+
+        with self._map_start_lock:
+            build = self._map_build
+            if build is not None and not build.done.is_set():
+                return build
+            build = self._map_build = MapProgress()
+            threading.Thread(target=self._build_map_quietly, args=(build,), daemon=True,
+                             name="map").start()
+            return build
+
+    def _build_map_quietly(self, progress) -> None:
+        try:
+            self.collection_map(progress=progress)
+        except Exception:  # recorded in progress.error for whoever follows the build
+            log.exception("the map could not be built")
+
+    def map_progress(self):
+        """None when the map of the current revision is ready (in memory or cached); else the
+        build under way, started in the background now if none is: what the Map tab shows
+        instead of waiting without a word."""
+        from .map import map_signature
+
+        build = self._map_build
+        if build is not None and not build.done.is_set():
+            return build
+        if self._current_map(map_signature(self.settings)) is not None:
+            return None
+        return self.start_map_build()
 
     # -- retrieval
     def search(self, query: str, k: Optional[int] = None,

@@ -4,20 +4,25 @@
     m.clusters                       # [MapCluster(label, terms, size, x, y)]
     view = m.view(max_points=5000, highlight=["h6a9…"])   # what the page draws
 
-Layout: the principal-component projection (PCA, numpy SVD of the centred unit paper vectors)
-of each paper's mean chunk embedding, the vectors already in the store, so nothing is embedded.
-PCA rather than t-SNE: deterministic, linear (a new paper lands where its vector says) and
-about a second at 100k papers, where t-SNE keeps more of each paper's neighbours but costs
-minutes (docs/benchmarks.md, `benchmarks/map.py --projection`).
+Layout: t-SNE (openTSNE, assistant/layout.py) of each paper's mean chunk embedding, the vectors
+already in the store, so nothing is embedded: a paper's nearest papers sit next to it, so the
+groups the reader sees are groups of papers on one subject. It starts from the PCA layout and is
+seeded, so the same store gives the same picture. PCA alone (`pca_2d`) is the fallback: for
+fewer than TSNE_MIN_PAPERS papers (t-SNE has too few neighbours to place), when openTSNE is not
+installed, or with `map_layout = "pca"`. Why t-SNE, and what it costs: docs/benchmarks.md
+(`benchmarks/map.py projection`).
 
-Themes: k-means (cosine, k-means++ seeded, deterministic) on the same vectors, about
-sqrt(n/2) groups capped by `map_max_clusters`, each labelled by `answer.themes.theme_name` (the
-summary's theme labeller: phrases frequent in the group, rare in the corpus and in the other
-groups) read from its most central papers.
+Themes: on a t-SNE map, k-means on the map's own coordinates (assistant/layout.py), so a theme is
+a region of the picture; on a PCA map, whose two axes mix unrelated papers, spherical k-means on
+the full vectors. About sqrt(n/2) themes capped by `map_max_clusters`, each named by the phrases
+that set it apart from the others (c-TF-IDF, assistant/map_labels.py).
+
+Building takes seconds to minutes, so a build reports how far it has got (`MapProgress`): the page
+starts one in the background after an upload and shows it on the Map tab.
 
 Cache: `map.npz` (ids, coordinates, theme of every paper) and `map.json` (themes, how it was
-built) in the store's cache folder, tagged with the store revision; a write to the store
-(a new revision) makes it stale and the next `collection_map()` rebuilds it.
+built) in the store's cache folder, tagged with the store revision and MAP_FORMAT; a write to
+the store (a new revision) makes it stale and the next `collection_map()` rebuilds it.
 
 Beyond `map_max_points` papers, the page gets a sample: the same share of every theme (plus
 the papers to highlight), and says so (`MapView.sampled`); the layout and the themes are still
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,14 +40,15 @@ from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
-from .answer.themes import central, kmeans, target_groups, theme_name  # noqa: F401  (kmeans: the map's API too)
+from . import layout
+from .answer.themes import kmeans, target_groups
+from .map_labels import name_groups
 from .types import Paper
 
-MAP_FORMAT = 1  # of the cached files; another is rebuilt
+MAP_FORMAT = 2  # of the cached files; another is rebuilt (2: t-SNE layout, c-TF-IDF names)
 GET_PAGE = 5000  # chunk rows fetched from Chroma per call
-LABEL_MEMBERS = 12  # a theme's most central papers read for its label
-LABEL_OTHERS = 8  # most central papers of each other theme, as what the label must not share
 POWER_ITERATIONS = 60  # block power iterations of the PCA (converged to ~1e-6 on MiniLM vectors)
+TSNE_MIN_PAPERS = 50  # fewer: PCA (t-SNE needs ~3 × perplexity neighbours per paper to place it)
 
 
 @dataclass
@@ -253,59 +260,126 @@ def unit_box(xy: np.ndarray, lo: float = 1.0, hi: float = 99.0) -> np.ndarray:
     return np.clip(out, 0.0, 1.0).astype(np.float32)
 
 
-def label_clusters(vectors: np.ndarray, cluster: np.ndarray, ids: Sequence[str],
-                   papers: dict[str, Paper], stats) -> list[tuple[str, list[str]]]:
-    """(label, terms) per cluster, from theme_name on its most central papers against the most
-    central papers of the others. A theme nothing distinctive names is "Other papers"."""
+def label_clusters(cluster: np.ndarray, ids: Sequence[str], papers: dict[str, Paper],
+                   seed: int = 0) -> list[tuple[str, list[str]]]:
+    """(label, terms) per cluster: the phrases that set its papers apart from the other
+    clusters' (map_labels.name_groups). A theme no phrase recurs in is "Other papers"."""
     k = int(cluster.max()) + 1 if len(cluster) else 0
-    cores = [central(vectors, np.flatnonzero(cluster == c), LABEL_MEMBERS) for c in range(k)]
-    out = []
-    for c in range(k):
-        members = [papers[ids[r]] for r in cores[c] if ids[r] in papers]
-        others = [papers[ids[r]] for o in range(k) if o != c
-                  for r in cores[o][:LABEL_OTHERS] if ids[r] in papers]
-        name = theme_name(members, others, "", stats) if members else ""
-        if name == "Other related papers" or not name:
-            out.append(("Other papers", []))
-        else:
-            out.append((name, [t.strip().lower() for t in name.split(",")]))
-    return out
+    groups = [[papers[ids[r]] for r in np.flatnonzero(cluster == c) if ids[r] in papers]
+              for c in range(k)]
+    return name_groups(groups, seed)
 
 
-def build_map(store, max_clusters: int, seed: int = 0) -> CollectionMap:
+def layout_method(n: int, wanted: str) -> str:
+    """The layout a map of n papers gets: t-SNE when asked for, installed and n is large
+    enough to have neighbourhoods; PCA otherwise."""
+    if wanted == "tsne" and layout.TSNE_AVAILABLE and n >= TSNE_MIN_PAPERS:
+        return "tsne"
+    return "pca"
+
+
+def lay_out(vectors: np.ndarray, method: str, seed: int = 0, threads: int = 2,
+            progress: layout.Progress = None) -> tuple[np.ndarray, list[float]]:
+    """Raw 2-D coordinates by `method` (the PCA layout is t-SNE's start) and, for PCA, the
+    share of variance of each axis."""
+    xy, explained = pca_2d(vectors)
+    if method == "tsne":
+        return layout.tsne_2d(vectors, init=xy, seed=seed, threads=threads, progress=progress), []
+    return xy, explained
+
+
+def group(vectors: np.ndarray, xy: np.ndarray, method: str, k: int, seed: int = 0) -> np.ndarray:
+    """The theme of each paper: regions of a t-SNE map (k-means on its coordinates); on a PCA
+    map, whose axes mix unrelated papers, groups of the full vectors (spherical k-means)."""
+    if method == "tsne":
+        return layout.kmeans_2d(xy, k, seed)
+    return kmeans(vectors, k, seed)
+
+
+def build_map(store, max_clusters: int, seed: int = 0, method: str = "tsne", threads: int = 2,
+              progress: Optional["MapProgress"] = None) -> CollectionMap:
     """The map of the store as it is now (one pass over its vectors)."""
+    progress = progress or MapProgress()
     t0 = time.perf_counter()
+    progress.at("vectors")
     with store.request():
         revision = store._cache_revision or store.revision()
         papers = store.papers()
-        stats = store.corpus_stats()
     ids, vectors = paper_vectors(store.collection)
     keep = [i for i, pid in enumerate(ids) if pid in papers]  # chunks of a half-written paper
     if len(keep) != len(ids):
         ids, vectors = [ids[i] for i in keep], vectors[keep]
     t_read = time.perf_counter()
-    raw, explained = pca_2d(vectors)
+    used = layout_method(len(ids), method)
+    progress.papers, progress.method = len(ids), used
+    progress.at("layout")
+    raw, explained = lay_out(vectors, used, seed, threads, lambda share: progress.at("layout", share))
     xy = unit_box(raw)
     t_layout = time.perf_counter()
+    progress.at("themes")
     k = target_groups(len(ids), max_clusters) if ids else 0
-    cluster = kmeans(vectors, k, seed) if ids else np.zeros(0, dtype=np.int16)
+    cluster = group(vectors, xy, used, k, seed) if ids else np.zeros(0, dtype=np.int16)
     t_cluster = time.perf_counter()
-    labels = label_clusters(vectors, cluster, ids, papers, stats)
-    clusters = []
-    for c, (label, terms) in enumerate(labels):
-        rows = cluster == c
-        cx, cy = (xy[rows].mean(axis=0).tolist() if rows.any() else (0.5, 0.5))
-        clusters.append(MapCluster(c, label, terms, int(rows.sum()), float(cx), float(cy)))
+    clusters = make_clusters(xy, cluster, label_clusters(cluster, ids, papers, seed))
     t1 = time.perf_counter()
     timings = {"read_vectors": t_read - t0, "layout": t_layout - t_read,
                "cluster": t_cluster - t_layout, "label": t1 - t_cluster}
-    return CollectionMap(revision, ids, xy, cluster, clusters, "pca", explained, t1 - t0,
+    return CollectionMap(revision, ids, xy, cluster, clusters, used, explained, t1 - t0,
                          {k: round(v, 3) for k, v in timings.items()})
 
 
+def make_clusters(xy: np.ndarray, cluster: np.ndarray,
+                  labels: list[tuple[str, list[str]]]) -> list[MapCluster]:
+    """The themes with their sizes and centres on the map (where their labels are drawn)."""
+    out = []
+    for c, (label, terms) in enumerate(labels):
+        rows = cluster == c
+        cx, cy = (xy[rows].mean(axis=0).tolist() if rows.any() else (0.5, 0.5))
+        out.append(MapCluster(c, label, terms, int(rows.sum()), float(cx), float(cy)))
+    return out
+
+
 def map_signature(settings) -> dict:
-    """What a cached map depends on besides the store revision."""
-    return {"method": "pca", "max_clusters": int(settings.map_max_clusters)}
+    """What a cached map depends on besides the store revision and MAP_FORMAT."""
+    return {"method": settings.map_layout, "max_clusters": int(settings.map_max_clusters)}
+
+
+class MapProgress:
+    """How far a map build has got, for the page's Map tab and the CLI, written by the thread
+    that builds and read by others (single attribute writes; `done` is set when it ends)."""
+
+    STAGES = {"waiting": (0.0, 0.0), "vectors": (0.0, 0.05), "layout": (0.05, 0.9),
+              "themes": (0.9, 1.0), "done": (1.0, 1.0)}
+
+    def __init__(self):
+        self.stage = "waiting"
+        self.share = 0.0  # of the whole build, 0..1
+        self.papers = 0
+        self.method = ""
+        self.error: Optional[str] = None
+        self.started = time.monotonic()
+        self.done = threading.Event()
+
+    def at(self, stage: str, within: float = 0.0) -> None:
+        lo, hi = self.STAGES[stage]
+        self.stage, self.share = stage, lo + (hi - lo) * min(1.0, max(0.0, within))
+
+    def finish(self, error: Optional[str] = None) -> None:
+        self.error = error
+        self.at("done")
+        self.done.set()
+
+    def describe(self) -> str:
+        """One line for a person: what is being done, how far."""
+        if self.error:
+            return f"The map could not be built: {self.error}"
+        what = {"waiting": "Waiting to build the map",
+                "vectors": "Reading the papers' vectors",
+                "layout": (f"Laying out {self.papers:,} papers "
+                           f"({'t-SNE' if self.method == 'tsne' else 'PCA'})"),
+                "themes": "Finding and naming the themes",
+                "done": "The map is ready"}[self.stage]
+        return f"{what}… {self.share:.0%} ({time.monotonic() - self.started:.0f} s)"
 
 
 def neighbour_preservation(vectors: np.ndarray, xy: np.ndarray, k: int = 10,

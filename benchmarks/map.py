@@ -1,18 +1,26 @@
 """The map of the collection and the literature table: the figures of issue 12.
 
-    .venv/bin/python benchmarks/map.py projection [--corpus ml_conf]     PCA vs t-SNE
+    .venv/bin/python benchmarks/map.py projection [--corpus ml_conf arxiv_math mix] [--sizes 5000 10000]
+    .venv/bin/python benchmarks/map.py screenshot [--corpus ml_conf] [--out docs/map-ml_conf.png]
     .venv/bin/python benchmarks/map.py sizes [--sizes 10000 50000 100000]
     .venv/bin/python benchmarks/map.py page [--sizes 10000 50000 100000]
     .venv/bin/python benchmarks/map.py table [--backends none local] [--topics T1 T2]
 
-projection: on a corpus's real store (benchmarks/.stores/<corpus>, corpora.open_corpus), the
-paper vectors the map uses, laid out by PCA (what the product does: assistant.map.pca_2d) and
-by t-SNE (scikit-learn, here only: the product does not depend on it), with the build time and
-how well each keeps neighbourhoods: the share of each paper's 10 nearest papers (cosine,
-384-d) that are among its 10 nearest on the map (1000 sampled papers), and scikit-learn's
-trustworthiness@10 (2000 sampled papers).
+projection: on a corpus's real store (benchmarks/.stores/<corpus>, corpora.open_corpus; --stores
+for another folder, e.g. a copy), the paper vectors the map uses, laid out as the product does
+(assistant.map.lay_out: t-SNE with openTSNE, or PCA), with the layout's time (wall clock and
+the process's CPU seconds: on a shared machine the wall clock depends on the other work, CPU
+seconds much less) and how well each keeps neighbourhoods: scikit-learn's trustworthiness@10
+(cosine on the 384-d paper vectors; on 2000 sampled papers, neighbours among the sample) and the
+share of each paper's 10 nearest papers (cosine) among its 10 nearest on the map (1000 sampled
+papers, neighbours among all). Corpus "mix" is ml_conf + arxiv_math + scifact (13,411 papers);
+--sizes takes a seeded sample of a corpus's papers, or, beyond its size, SIMULATES more: its
+vectors repeated with Gaussian noise (σ = 0.02 per dimension, then unit length).
 
-sizes: building the map (read vectors, PCA, k-means, labels) and the page's part of it (the
+screenshot: the map of a corpus's store as the page draws it (the standalone page `paper-assistant
+map --out` writes, in headless Chromium), to a PNG.
+
+sizes: building the map (read vectors, layout, themes, labels) and the page's part of it (the
 sample the page gets, its HTML payload, and drawing it in headless Chromium with
 static/map.js, then hovering a point). 10,000 = the real store of benchmarks/scale.py
 (benchmarks/.stores/scale-10000, its vectors are MiniLM vectors of inputs cut to 48 word pieces).
@@ -35,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -48,8 +57,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from assistant import PaperAssistant, load_settings  # noqa: E402
-from assistant.map import (CollectionMap, MapCluster, build_map, kmeans, label_clusters,  # noqa: E402
-                           neighbour_preservation, paper_vectors, pca_2d, unit_box)
+from assistant.map import (CollectionMap, build_map, group, label_clusters, lay_out,  # noqa: E402
+                           layout_method, make_clusters, neighbour_preservation, paper_vectors,
+                           unit_box)
 from assistant.answer.themes import target_groups  # noqa: E402
 from assistant.ui.map_tab import map_html, standalone_html  # noqa: E402
 
@@ -66,29 +76,81 @@ def table_print(header: list[str], rows: list[list]) -> None:
 
 
 # ---------------------------------------------------------------------- projection
-def projection(corpus: str) -> None:
-    from sklearn.manifold import TSNE, trustworthiness
+MIX = ("ml_conf", "arxiv_math", "scifact")
+
+
+def corpus_vectors(corpus: str, stores: Path) -> np.ndarray:
+    """The paper vectors of a corpus's store (or of the three of "mix", stacked)."""
+    from corpora import open_corpus
+
+    names = MIX if corpus == "mix" else (corpus,)
+    return np.concatenate([paper_vectors(open_corpus(c, stores=stores).store.collection)[1]
+                           for c in names])
+
+
+def sized(vec: np.ndarray, n: int, seed: int = 0) -> tuple[np.ndarray, bool]:
+    """n of the vectors: a seeded sample, or beyond their number the vectors repeated with
+    noise (simulated, True)."""
+    if n <= len(vec):
+        return vec[np.sort(np.random.default_rng(seed).choice(len(vec), n, replace=False))], False
+    rng = np.random.default_rng(seed)
+    parts = [vec]
+    while sum(map(len, parts)) < n:
+        noisy = vec + rng.normal(0, 0.02, vec.shape).astype(np.float32)
+        parts.append(noisy / np.linalg.norm(noisy, axis=1, keepdims=True))
+    return np.concatenate(parts)[:n], True
+
+
+def measure_layout(vec: np.ndarray, method: str, threads: int) -> dict:
+    from sklearn.manifold import trustworthiness
+
+    load = os.getloadavg()[0]
+    wall, cpu = time.perf_counter(), time.process_time()
+    xy, _ = lay_out(vec, layout_method(len(vec), method), threads=threads)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    rows = np.random.default_rng(0).choice(len(vec), size=min(2000, len(vec)), replace=False)
+    return {"wall": wall, "cpu": cpu, "load": load,
+            "tw": trustworthiness(vec[rows], xy[rows], n_neighbors=10, metric="cosine"),
+            "kept": neighbour_preservation(vec, xy, k=10)}
+
+
+def projection(corpora: list[str], methods: list[str], sizes: list[int], stores: Path,
+               threads: int) -> None:
+    rows = []
+    for corpus in corpora:
+        vec = corpus_vectors(corpus, stores)
+        for n in sizes or [len(vec)]:
+            v, simulated = sized(vec, n)
+            for method in methods:
+                m = measure_layout(v, method, threads)
+                rows.append([corpus, f"{len(v):,}" + (" (sim.)" if simulated else ""), method,
+                             f"{m['wall']:.1f} s", f"{m['cpu']:.1f} s", f"{m['load']:.1f}",
+                             f"{m['kept']:.3f}", f"{m['tw']:.3f}"])
+                print("  ".join(rows[-1]), flush=True)
+    print(f"threads: {threads}; times taken beside other work (load average at the start)")
+    table_print(["corpus", "papers", "layout", "wall", "CPU", "load", "10-NN kept",
+                 "trustworthiness@10"], rows)
+
+
+def screenshot(corpus: str, stores: Path, out: Path) -> None:
+    """The corpus's map as the page draws it, to `out`."""
+    from playwright.sync_api import sync_playwright
 
     from corpora import open_corpus
 
-    pa = open_corpus(corpus)
-    ids, vec = paper_vectors(pa.store.collection)
-    print(f"{corpus}: {len(ids)} papers, {vec.shape[1]}-d mean chunk vectors")
-    rows = []
-    rng = np.random.default_rng(0)
-    tw_rows = rng.choice(len(vec), size=min(2000, len(vec)), replace=False)
-    for name in ("pca", "tsne"):
-        t0 = time.perf_counter()
-        if name == "pca":
-            xy, _ = pca_2d(vec)
-        else:
-            xy = TSNE(n_components=2, perplexity=30, init="pca", random_state=0,
-                      metric="cosine", n_jobs=1).fit_transform(vec)
-        seconds = time.perf_counter() - t0
-        keep = neighbour_preservation(vec, xy, k=10)
-        tw = trustworthiness(vec[tw_rows], xy[tw_rows], n_neighbors=10, metric="cosine")
-        rows.append([name, f"{seconds:.2f} s", f"{keep:.3f}", f"{tw:.3f}"])
-    table_print(["layout", "build", "10-NN kept", "trustworthiness@10"], rows)
+    pa = open_corpus(corpus, stores=stores)
+    cmap = pa.collection_map()
+    view = cmap.view(pa.store.papers(), pa.settings.map_max_points)
+    path = Path(tempfile.mkdtemp()) / "map.html"
+    path.write_text(standalone_html(view, pa.settings.map_max_points), encoding="utf-8")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1250, "height": 1000})
+        page.goto(path.as_uri())
+        page.wait_for_selector("canvas[data-drawn]")
+        page.screenshot(path=str(out), full_page=True)
+        browser.close()
+    print(f"{corpus}: {cmap.size:,} papers, layout {cmap.method}, {len(cmap.clusters)} themes → {out}")
 
 
 # ---------------------------------------------------------------------- sizes
@@ -107,20 +169,19 @@ def simulated(base_ids, base_vec, papers, n: int, seed: int = 0):
     return ids, np.concatenate(vecs), out_papers
 
 
-def build_in_memory(ids, vec, papers, stats, max_clusters: int = 12):
+def build_in_memory(ids, vec, papers, stats, max_clusters: int = 12, method: str = "tsne"):
+    """build_map's steps on vectors in memory (`stats` unused, kept for the callers)."""
     t0 = time.perf_counter()
-    raw, explained = pca_2d(vec)
+    used = layout_method(len(ids), method)
+    raw, explained = lay_out(vec, used)
     xy = unit_box(raw)
     t1 = time.perf_counter()
-    cluster = kmeans(vec, target_groups(len(ids), max_clusters))
+    cluster = group(vec, xy, used, target_groups(len(ids), max_clusters))
     t2 = time.perf_counter()
-    labels = label_clusters(vec, cluster, ids, papers, stats)
+    labels = label_clusters(cluster, ids, papers)
     t3 = time.perf_counter()
-    clusters = [MapCluster(c, label, terms, int((cluster == c).sum()),
-                           *[float(v) for v in xy[cluster == c].mean(axis=0)])
-                for c, (label, terms) in enumerate(labels)]
-    return CollectionMap("sim", ids, xy, cluster, clusters, "pca", explained, t3 - t0,
-                         {"layout": t1 - t0, "cluster": t2 - t1, "label": t3 - t2})
+    return CollectionMap("sim", ids, xy, cluster, make_clusters(xy, cluster, labels), used,
+                         explained, t3 - t0, {"layout": t1 - t0, "cluster": t2 - t1, "label": t3 - t2})
 
 
 def draw_in_chromium(html: str, browser) -> dict:
@@ -183,7 +244,7 @@ def sizes(sizes: list[int], max_points: int, unsampled: bool) -> None:
                              f"{drawn['load_s']:.2f} s", f"{drawn['draw_ms']:.0f} ms",
                              f"{drawn['hover_ms']:.0f} ms"])
         browser.close()
-    table_print(["papers", "page gets", "read vectors", "PCA", "k-means", "labels", "points",
+    table_print(["papers", "page gets", "read vectors", "layout", "themes", "labels", "points",
                  "payload", "payload built", "page load+draw", "draw", "hover→tooltip"], rows)
 
 
@@ -285,7 +346,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="what", required=True)
     p = sub.add_parser("projection")
-    p.add_argument("--corpus", default="ml_conf")
+    p.add_argument("--corpus", nargs="+", default=["ml_conf", "arxiv_math"],
+                   help="corpora (mix = ml_conf + arxiv_math + scifact)")
+    p.add_argument("--projection", nargs="+", default=["pca", "tsne"], choices=["pca", "tsne"],
+                   dest="methods", help="layouts to compare")
+    p.add_argument("--sizes", type=int, nargs="*", default=[],
+                   help="papers: a sample, or beyond the corpus simulated (default: all of it)")
+    p.add_argument("--stores", type=Path, default=STORES, help="folder of the corpora's stores")
+    p.add_argument("--threads", type=int, default=2)
+    sc = sub.add_parser("screenshot")
+    sc.add_argument("--corpus", default="ml_conf")
+    sc.add_argument("--stores", type=Path, default=STORES)
+    sc.add_argument("--out", type=Path, default=ROOT / "docs" / "map-ml_conf.png")
     s = sub.add_parser("sizes")
     s.add_argument("--sizes", type=int, nargs="+", default=[10000, 50000, 100000])
     s.add_argument("--max-points", type=int, default=5000)
@@ -298,7 +370,9 @@ def main() -> None:
                                                      "generative adversarial networks"])
     a = ap.parse_args()
     if a.what == "projection":
-        projection(a.corpus)
+        projection(a.corpus, a.methods, a.sizes, a.stores, a.threads)
+    elif a.what == "screenshot":
+        screenshot(a.corpus, a.stores, a.out)
     elif a.what == "sizes":
         sizes(a.sizes, a.max_points, a.unsampled)
     elif a.what == "page":

@@ -16,15 +16,21 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from assistant import layout
 from assistant.answer.themes import target_groups
 from assistant.cli import app
-from assistant.map import CollectionMap, MapCluster, kmeans, pca_2d
+from assistant.map import (MAP_FORMAT, TSNE_MIN_PAPERS, CollectionMap, MapCluster, MapProgress, kmeans,
+                           lay_out, layout_method, pca_2d)
+from assistant.map_labels import OTHER, name_groups, paper_phrases
+from assistant.types import Paper
 from assistant.server import create_app
 from conftest import seeded_assistant, write_jsonl
 from servers import (BOT_MESSAGES, CHROMIUM, CHROMIUM_ARGS, GRADIO_WARNINGS, chat_on_page, running_app,
                      wait_for_reply)
 
 pytestmark = [pytest.mark.filterwarnings(w) for w in GRADIO_WARNINGS]
+
+ML_CONF = Path(__file__).resolve().parents[2] / "shared" / "data" / "ml_conf" / "papers.jsonl"
 
 NEW_PAPERS = [
     {"id": "map-test-1", "title": "Tidal Forecasting with Graph Neural Operators",
@@ -142,6 +148,144 @@ def test_pca_and_kmeans_recover_separated_groups():
     assert (own == truth).mean() > 0.95
 
 
+@pytest.fixture(scope="module")
+def real_titles():
+    """MiniLM vectors (unit length) of the titles of 300 real ml_conf papers: a real sample of
+    embeddings, cheap to make (titles are short; abstracts would take a minute)."""
+    if not ML_CONF.exists():
+        pytest.skip(f"shared evaluation data not present at {ML_CONF}")
+    from assistant.embed import OnnxMiniLMEmbedding
+
+    with ML_CONF.open(encoding="utf-8") as fh:
+        titles = [json.loads(line)["title"] for line, _ in zip(fh, range(300))]
+    vec = OnnxMiniLMEmbedding(threads=2).embed_texts(titles)
+    return vec / np.linalg.norm(vec, axis=1, keepdims=True)
+
+
+def test_tsne_layout_is_deterministic_and_keeps_neighbours_better_than_pca(real_titles):
+    from sklearn.manifold import trustworthiness
+
+    assert layout_method(len(real_titles), "tsne") == "tsne"
+    xy, explained = lay_out(real_titles, "tsne", threads=2)
+    again, _ = lay_out(real_titles, "tsne", threads=1)  # the same map whatever the threads
+    assert xy.shape == (300, 2) and explained == [] and np.isfinite(xy).all()
+    assert np.array_equal(xy, again)
+    flat, _ = lay_out(real_titles, "pca")
+    tw_tsne = trustworthiness(real_titles, xy, n_neighbors=10, metric="cosine")
+    tw_pca = trustworthiness(real_titles, flat, n_neighbors=10, metric="cosine")
+    assert tw_tsne >= 0.85 and tw_tsne >= tw_pca + 0.05, (tw_tsne, tw_pca)
+    # themes are regions of the map: each paper's theme is the one of the nearest centre
+    groups = layout.kmeans_2d(xy, 6)
+    assert groups.tolist() == layout.kmeans_2d(xy, 6).tolist()
+    assert sorted(np.bincount(groups), reverse=True) == np.bincount(groups).tolist()
+    centres = np.stack([xy[groups == g].mean(axis=0) for g in range(6)])
+    assert (np.argmin(((xy[:, None] - centres[None]) ** 2).sum(axis=2), axis=1) == groups).all()
+
+
+def test_tiny_or_tsne_less_collections_fall_back_to_pca(pa, monkeypatch):
+    # the seed corpus (20 papers) is laid out by PCA: too few neighbours for t-SNE
+    assert pa.collection_map().method == "pca" and pa.settings.map_layout == "tsne"
+    assert layout_method(TSNE_MIN_PAPERS - 1, "tsne") == "pca"
+    assert layout_method(TSNE_MIN_PAPERS, "tsne") == "tsne"
+    assert layout_method(5000, "pca") == "pca"
+    monkeypatch.setattr(layout, "TSNE_AVAILABLE", False)  # openTSNE not installed
+    assert layout_method(5000, "tsne") == "pca"
+    # forced on 20 papers, t-SNE still works: perplexity capped below n/3
+    assert layout.perplexity_for(20) < 20 / 3 and layout.perplexity_for(4831) == 30
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(20, 16)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    xy = layout.tsne_2d(x, pca_2d(x)[0])
+    assert xy.shape == (20, 2) and np.isfinite(xy).all()
+
+
+def test_a_cached_map_of_another_format_revision_or_layout_is_not_used(pa, tmp_path):
+    cmap = pa.collection_map()
+    signature = {"method": "tsne", "max_clusters": 12}
+    cmap.save(tmp_path, signature)
+    assert CollectionMap.load(tmp_path, cmap.revision, signature).ids == cmap.ids
+    assert CollectionMap.load(tmp_path, "another-revision", signature) is None
+    assert CollectionMap.load(tmp_path, cmap.revision, {**signature, "method": "pca"}) is None
+    meta = json.loads((tmp_path / "map.json").read_text())
+    (tmp_path / "map.json").write_text(json.dumps({**meta, "format": MAP_FORMAT - 1}))
+    assert CollectionMap.load(tmp_path, cmap.revision, signature) is None  # an older build's map
+
+
+def test_the_map_is_built_in_the_background_and_the_tab_shows_its_progress(tmp_path, monkeypatch):
+    import threading
+
+    from assistant import map as map_module
+    from assistant.ui.map_tab import MapTab
+
+    pa = seeded_assistant(tmp_path / "store")
+    release = threading.Event()
+    real_build = map_module.build_map
+
+    def slow_build(*args, progress=None, **kwargs):
+        progress.papers, progress.method = 22, "tsne"
+        progress.at("layout", 0.5)
+        release.wait(30)
+        return real_build(*args, progress=progress, **kwargs)
+
+    monkeypatch.setattr(map_module, "build_map", slow_build)
+    pa.ingest([write_jsonl(tmp_path / "new.jsonl", NEW_PAPERS)], background_map=True)
+    build = pa.map_build
+    assert build is not None and not build.done.is_set()
+    assert pa.map_progress() is build  # the build under way, not a second one
+    tab = MapTab(pa)
+    tab.plot, tab.marks, tab.card, tab.sent = "plot", "marks", "card", "sent"
+    steps = tab.open({"records": []}, None)
+    first = next(steps)
+    assert 'class="pa-map loading"' in first["plot"] and "<progress" in first["plot"]
+    assert "Laying out 22 papers (t-SNE)" in first["plot"] and first["sent"] is None
+    release.set()
+    last = list(steps)[-1]
+    assert 'data-map="' in last["plot"] and last["sent"] == pa.store.revision()
+    assert build.done.is_set() and build.error is None and build.share == 1.0
+    assert pa.map_progress() is None and pa.collection_map().size == 22
+
+
+def test_map_progress_says_what_is_done():
+    p = MapProgress()
+    p.papers, p.method = 4831, "tsne"
+    p.at("layout", 0.5)
+    assert 0.4 < p.share < 0.6 and p.describe().startswith("Laying out 4,831 papers (t-SNE)… 4")
+    p.finish("StoreError: gone")
+    assert p.done.is_set() and "could not be built: StoreError: gone" in p.describe()
+
+
+def _paper(i: int, title: str, abstract: str) -> Paper:
+    return Paper(paper_id=f"p{i}", title=title, abstract=abstract, authors=["A B"])
+
+
+def test_themes_are_named_by_the_phrases_that_set_them_apart():
+    fl = [_paper(i, f"Federated learning with {w}",
+                 f"We propose a novel method for federated learning under {w}. Clients train "
+                 f"neural networks locally; the proposed method outperforms baselines.")
+          for i, w in enumerate(["client drift", "backdoor attacks", "secure aggregation",
+                                 "personalisation", "partial participation", "label skew"])]
+    gnn = [_paper(10 + i, f"Graph neural networks for {w}",
+                  f"We propose a novel method: graph neural networks applied to {w}. The neural "
+                  f"networks use message passing and the proposed method outperforms baselines.")
+           for i, w in enumerate(["molecules", "traffic", "citation graphs", "recommendation",
+                                  "physics simulation", "program analysis"])]
+    mixed = [_paper(20 + i, t, a) for i, (t, a) in enumerate([
+        ("Tidal forecasting", "Coastal tides from gauge stations."),
+        ("Coral reef acoustics", "Hydrophone recordings of reefs."),
+        ("Medieval trade routes", "Ledgers of Hanseatic merchants.")])]
+    names = name_groups([fl, gnn, mixed])
+    assert names[0][1][0] == "federated learning" and names[0][0].startswith("Federated learning")
+    assert names[1][1][0] in ("graph neural networks", "message passing")
+    assert "graph neural networks" in names[1][1]
+    assert names[2] == (OTHER, [])  # nothing recurs: no name made up
+    for name, terms in names[:2]:  # shared by both themes or generic: never a name
+        assert not {"neural networks", "proposed method", "novel method", "outperforms"} & set(terms)
+    # phrases are words that stand together: not across punctuation, stop words or adverbs
+    words = paper_phrases(_paper(0, "Sparse attention, typically fast", "Of the graph models."))
+    assert {"sparse attention", "graph models", "graph"} <= words
+    assert not {"attention typically", "typically", "attention fast", "models"} & words
+
+
 def test_cli_map_prints_themes_json_and_html(pa, tmp_path):
     runner = CliRunner()
     store = str(pa.settings.store_dir)
@@ -171,11 +315,11 @@ def test_map_tab_handlers_send_the_points_once_and_the_marks_each_time(pa):
     tab = MapTab(pa)
     tab.plot, tab.marks, tab.card, tab.sent = "plot", "marks", "card", "sent"
     cmap = pa.collection_map()
-    first = tab.open({"records": []}, None)
+    first = list(tab.open({"records": []}, None))[-1]
     assert 'data-map="' in first["plot"] and first["sent"] == cmap.revision
     cited = [Citation(number=1, paper_id=cmap.ids[3], title="t", authors=[]),
              Citation(number=2, paper_id=cmap.ids[7], title="t", authors=[])]
-    again = tab.open({"records": [{"citations": cited}]}, first["sent"])
+    again = list(tab.open({"records": [{"citations": cited}]}, first["sent"]))[-1]
     assert again["plot"] == gr.skip()  # this session already has this revision's points
     marks = json.loads(__import__("html").unescape(
         again["marks"].split('data-marks="')[1].split('"')[0]))
@@ -306,6 +450,60 @@ def test_page_map_tab_draws_hovers_clicks_and_rings_cited_papers(page, server, t
     page.click("button[role='tab']:has-text('Map')")
     page.wait_for_function("() => Number(document.querySelector('#pa-map canvas').getAttribute('data-marks')) >= 3")
     print(f"\nmap tab opened and drawn in {opened:.2f} s")
+
+
+@pytest.mark.browser
+def test_page_map_zooms_and_pans(page, server):
+    """The wheel zooms around the pointer, a drag pans (and is not a click), "+" zooms, double
+    click and "Reset" show the whole map again; hover and click follow the points."""
+    page.click("button[role='tab']:has-text('Map')")
+    page.wait_for_selector("#pa-map canvas[data-drawn='20']")
+    data = json.loads(page.get_attribute("#pa-map", "data-map"))
+    before = page.evaluate("window.paMap.pts.map(p => p.slice())")
+    box = page.locator("#pa-map canvas").bounding_box()
+    # zoom in around point 3: it stays under the pointer, the others move away from it
+    x3, y3 = _point(page, 3)
+    page.mouse.move(x3, y3)
+    page.mouse.wheel(0, -600)
+    page.wait_for_function("() => window.paMap.zoom.k > 2")
+    k = page.evaluate("window.paMap.zoom.k")
+    after = page.evaluate("window.paMap.pts.map(p => p.slice())")
+    assert abs(after[3][0] - before[3][0]) < 1 and abs(after[3][1] - before[3][1]) < 1
+    far = max(range(20), key=lambda i: abs(before[i][0] - before[3][0]))
+    assert abs(after[far][0] - after[3][0]) == pytest.approx(abs(before[far][0] - before[3][0]) * k, rel=1e-3)
+    # a point still on screen: hover names it, at its new place
+    on = next(i for i in range(20) if i != 3 and 20 < after[i][0] < box["width"] - 20
+              and 20 < after[i][1] < box["height"] - 20)
+    page.mouse.move(*_point(page, on))
+    tip = page.locator("#pa-map .map-tip")
+    tip.wait_for(state="visible")
+    assert pa_title(server, data["id"][on])[:30] in tip.inner_text()
+    # drag: the map moves with the pointer, and no card is asked for
+    start = page.evaluate("window.paMap.pts[3].slice()")
+    sx, sy = box["x"] + 15, box["y"] + box["height"] / 2
+    page.mouse.move(sx, sy)
+    page.mouse.down()
+    page.mouse.move(sx + 40, sy + 10, steps=4)
+    page.mouse.move(sx + 80, sy + 30, steps=4)
+    page.mouse.up()
+    moved = page.evaluate("window.paMap.pts[3].slice()")
+    assert moved[0] - start[0] == pytest.approx(80, abs=1) and moved[1] - start[1] == pytest.approx(30, abs=1)
+    page.wait_for_timeout(300)
+    assert page.locator("#pa-map-card .map-card").count() == 0
+    # double click: the whole map again, as it was
+    page.mouse.dblclick(sx, box["y"] + 12)
+    page.wait_for_function("() => window.paMap.zoom.k === 1")
+    assert page.evaluate("window.paMap.pts.map(p => p.slice())") == before
+    # the buttons: "+" zooms around the middle, "Reset" undoes it
+    page.click("#pa-map button[data-zoom='in']")
+    page.wait_for_function("() => window.paMap.zoom.k > 1.5")
+    assert page.get_attribute("#pa-map canvas", "data-zoom") == "1.60"
+    page.click("#pa-map button[data-zoom='reset']")
+    page.wait_for_function("() => window.paMap.zoom.k === 1")
+
+
+def pa_title(server, paper_id: str) -> str:
+    return server[1].store.paper(paper_id).title
 
 
 @pytest.mark.browser

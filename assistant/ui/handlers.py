@@ -361,7 +361,8 @@ class PageHandlers:
         from ..corpus import CorpusError
 
         try:
-            reports = self.pa.ingest([path], progress_factory=_progress_factory(progress, path.name))
+            reports = self.pa.ingest([path], progress_factory=_progress_factory(progress, path.name),
+                                     background_map=True)
         except CorpusError as e:
             return {p.stats: stats_html(self.stats(), self.facets()),
                     p.upload_status: self._refused(path.name, e)}
@@ -376,7 +377,7 @@ class PageHandlers:
         msg = (f'<span class="ok">✓ Added <code>{esc(path.name)}</code>: {n} papers{detail}.'
                f'{_left_out(reports)}</span>'
                f'<br>The corpus now has <b data-papers="{s.get("papers", 0)}">{s.get("papers", 0)}'
-               f'</b> papers (was {before}). Filters updated.')
+               f'</b> papers (was {before}). Filters updated.{_map_note(self.pa)}')
         return {p.stats: stats_html(s, f), p.upload_status: msg, **self._facet_updates(f)}
 
     def _refused(self, name: str, e) -> str:
@@ -416,6 +417,14 @@ class PageHandlers:
         answer = self.pa.ask(message, turns, mode=mode, filters=filters, k=int(k) if k else None)
         history = conversation.history_messages(conversation.extend(turns, message, answer))
         return {**answer_payload(answer), "history": history}
+
+
+def _map_note(pa) -> str:
+    """A sentence saying the map is being redrawn, while the upload's background build runs."""
+    build = pa.map_build
+    if build is None or build.done.is_set():
+        return ""
+    return " The map is being redrawn in the background (Map tab)."
 
 
 def _left_out(reports) -> str:

@@ -6,8 +6,10 @@
 
 The points travel once per store revision and browser session, as JSON in a data attribute of
 `#pa-map` (`map_data`); the papers cited by the latest answer travel separately, as a few
-points in `#pa-map-marks` (`marks_html`), refreshed each time the tab is opened. The drawing
-(canvas), the hover tooltip (title and authors) and the click are `static/map.js`. A click
+points in `#pa-map-marks` (`marks_html`), refreshed each time the tab is opened. While the map
+of the current revision is being built (after an upload, or a store whose cached map is
+stale), the tab shows the build's progress until it is ready. The drawing (canvas), zoom and
+pan, the hover tooltip (title and authors) and the click are `static/map.js`. A click
 puts the paper id in a hidden textbox and presses a hidden button: `MapTab.card` answers with
 the paper's card, whose "Ask about this" and "More like this" buttons send a chat message on
 the Chat tab (the chat's own handler answers it).
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Optional
+from typing import Iterator, Optional
 
 import gradio as gr
 
@@ -30,6 +32,7 @@ log = logging.getLogger("assistant.ui")
 PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
            "#ff9da7", "#9c755f", "#bab0ac", "#17becf", "#8c564b"]
 SCALE = 10000  # coordinates travel as integers 0..SCALE
+POLL_SECONDS = 0.5  # how often the tab reports a map build's progress
 TITLE_CHARS = 140
 EMPTY_CARD = ('<div class="map-card-empty">Hover over a point for its title and authors; click '
               'it for its card. Papers cited by the latest answer are ringed and numbered.</div>')
@@ -74,17 +77,36 @@ def map_html(view, max_points: int) -> str:
     caption = (f"{view.total:,} papers" if not view.sampled else
                f"Showing {shown:,} of {view.total:,} papers: a sample of the same share of every "
                f"theme (the page draws at most {max_points:,}; themes and layout use every paper)")
+    zoom = ('<div class="map-zoom"><button type="button" data-zoom="in" title="Zoom in">+</button>'
+            '<button type="button" data-zoom="out" title="Zoom out">−</button>'
+            '<button type="button" data-zoom="reset" title="Show the whole map">Reset</button></div>')
     legend = "".join(
         f'<li data-cluster="{c.id}"><span class="swatch" style="background:{colour(c.id)}"></span>'
         f'{esc(c.label)} <span class="n">{c.size:,}</span></li>' for c in view.clusters)
     return (f'<div id="pa-map" class="pa-map" data-revision="{esc(view.revision)}" '
             f'data-map="{esc(json.dumps(data, ensure_ascii=False, separators=(",", ":")))}">'
-            f'<div class="map-caption">{esc(caption)} · each point is a paper, placed by the two '
-            f'principal components of its embedding ({esc(view.method.upper())}); colours are '
-            f'themes (k-means), named by their distinctive terms</div>'
+            f'<div class="map-caption">{esc(caption)} · {esc(placement(view.method))}; colours are '
+            f'themes, named by the phrases that set them apart · scroll to zoom, drag to pan, '
+            f'double-click to see it whole</div>'
             f'<div class="map-stage"><canvas class="map-canvas" aria-label="Map of the collection">'
-            f'</canvas><div class="map-tip" hidden></div></div>'
+            f'</canvas><div class="map-tip" hidden></div>{zoom}</div>'
             f'<ul class="map-legend">{legend}</ul></div>')
+
+
+def placement(method: str) -> str:
+    """How the points are placed, for the caption."""
+    if method == "tsne":
+        return ("each point is a paper, placed by t-SNE next to the papers closest to it in "
+                "meaning (distances between far-apart groups mean little)")
+    return "each point is a paper, placed by the two principal components of its embedding (PCA)"
+
+
+def progress_html(build) -> str:
+    """The tab while the map is being built: what is being done and how far."""
+    share = 0.0 if build.error else build.share
+    return (f'<div id="pa-map" class="pa-map loading" data-progress="{share:.3f}">'
+            f'<div class="map-progress"><progress max="1" value="{share:.3f}"></progress>'
+            f'<span>{esc(build.describe())}</span></div></div>')
 
 
 def marks_html(view, cited: list) -> str:
@@ -161,19 +183,24 @@ class MapTab:
         cmap = self.pa.collection_map()
         return cmap.view(self.pa.store.papers(), self.pa.settings.map_max_points, highlight)
 
-    def open(self, session, sent):
+    def open(self, session, sent) -> Iterator[dict]:
         """The map (unless this session already has this revision's) and the latest answer's
-        cited papers on it."""
+        cited papers on it; while the map is being built, the build's progress first."""
         cited = latest_citations(session)
         try:
+            build = self.pa.map_progress()
+            while build is not None and not build.done.wait(POLL_SECONDS):
+                yield {self.plot: progress_html(build), self.marks: marks_html(None, []),
+                       self.sent: None}
             view = self.view([c.paper_id for c in cited])
         except Exception as exc:  # a store problem: say so on the tab, keep the page alive
             log.exception("could not build the map")
-            return {self.plot: f'<div id="pa-map" class="pa-map empty">⚠ The map could not be '
-                               f'built: {esc(type(exc).__name__)}: {esc(exc)}</div>',
-                    self.marks: marks_html(None, []), self.sent: None}
+            yield {self.plot: f'<div id="pa-map" class="pa-map empty">⚠ The map could not be '
+                              f'built: {esc(type(exc).__name__)}: {esc(exc)}</div>',
+                   self.marks: marks_html(None, []), self.sent: None}
+            return
         plot = gr.skip() if sent == view.revision else map_html(view, self.pa.settings.map_max_points)
-        return {self.plot: plot, self.marks: marks_html(view, cited), self.sent: view.revision}
+        yield {self.plot: plot, self.marks: marks_html(view, cited), self.sent: view.revision}
 
     def show_card(self, paper_id):
         paper_id = (paper_id or "").strip()

@@ -1,11 +1,14 @@
 // The Map tab (assistant/ui/map_tab.py): draws #pa-map's points (JSON in data-map) on a canvas,
 // rings the latest answer's cited papers (#pa-map-marks-data), shows title and authors on hover,
 // and on click asks the server for the paper's card (hidden #pa-map-pick + #pa-map-pick-btn).
-// The card's buttons send their message on the Chat tab. Loaded into the page head.
+// The card's buttons send their message on the Chat tab. The map zooms (wheel, the + and −
+// buttons, around the pointer) and pans (drag); double-click or "Reset" shows it whole again.
+// Loaded into the page head.
 (function () {
-  var S = {key: null, data: null, marks: [], marksKey: null, selected: null, pts: [], hover: -1};
-  var PAD = 18, SCALE = 10000;
-  window.paMap = S;  // for the browser tests: S.pts (screen positions), S.drawn, S.drawMs
+  var S = {key: null, data: null, marks: [], marksKey: null, selected: null, pts: [], hover: -1,
+           zoom: {k: 1, x: 0, y: 0}, drag: null, dragged: false};
+  var PAD = 18, SCALE = 10000, MAX_ZOOM = 40, WHEEL = 0.0015, STEP = 1.6;
+  window.paMap = S;  // for the browser tests: S.pts (screen positions), S.zoom, S.drawn, S.drawMs
 
   function root() { return document.getElementById('pa-map'); }
 
@@ -20,7 +23,7 @@
     var changed = false;
     if (key !== S.key) {
       S.key = key; changed = true;
-      S.data = null; S.selected = null;
+      S.data = null; S.selected = null; S.zoom = {k: 1, x: 0, y: 0};
       if (el && el.getAttribute('data-map')) {
         try { S.data = JSON.parse(el.getAttribute('data-map')); } catch (e) { S.data = null; }
       }
@@ -39,9 +42,31 @@
     return c && S.data && c.parentElement.clientWidth > 0 && c.parentElement.clientWidth !== S.width;
   }
 
+  // map coordinates (0..SCALE) → canvas pixels: the whole map fitted, then the zoom's scale k
+  // and shift (x, y)
   function toScreen(x, y, w, h) {
-    return [PAD + (x / SCALE) * (w - 2 * PAD), PAD + (1 - y / SCALE) * (h - 2 * PAD)];
+    var z = S.zoom;
+    return [(PAD + (x / SCALE) * (w - 2 * PAD)) * z.k + z.x,
+            (PAD + (1 - y / SCALE) * (h - 2 * PAD)) * z.k + z.y];
   }
+
+  // zoom by `factor` keeping the canvas point (px, py) where it is; shifts kept so that part of
+  // the map stays in view
+  function zoomAt(factor, px, py) {
+    var z = S.zoom, k = Math.min(MAX_ZOOM, Math.max(1, z.k * factor)), f = k / z.k;
+    if (k === 1) { S.zoom = {k: 1, x: 0, y: 0}; draw(); return; }
+    S.zoom = clampShift({k: k, x: px - (px - z.x) * f, y: py - (py - z.y) * f});
+    draw();
+  }
+
+  function clampShift(z) {
+    var w = S.width || 0, h = S.height || 0;
+    z.x = Math.min(w / 2, Math.max(w / 2 - w * z.k, z.x));
+    z.y = Math.min(h / 2, Math.max(h / 2 - h * z.k, z.y));
+    return z;
+  }
+
+  function resetZoom() { S.zoom = {k: 1, x: 0, y: 0}; draw(); }
 
   function draw() {
     var c = canvas(), d = S.data;
@@ -56,7 +81,7 @@
     var g = c.getContext('2d');
     g.setTransform(dpr, 0, 0, dpr, 0, 0);
     g.clearRect(0, 0, w, h);
-    var n = d.x.length, r = n > 3000 ? 1.8 : n > 500 ? 2.6 : 4.5;
+    var n = d.x.length, r = (n > 3000 ? 1.8 : n > 500 ? 2.6 : 4.5) * (1 + 0.3 * Math.log2(S.zoom.k));
     var colors = {};
     d.clusters.forEach(function (k) { colors[k.id] = k.color; });
     S.pts = new Array(n);
@@ -64,6 +89,7 @@
     for (var i = 0; i < n; i++) {
       var p = toScreen(d.x[i], d.y[i], w, h);
       S.pts[i] = p;
+      if (p[0] < -r || p[1] < -r || p[0] > w + r || p[1] > h + r) continue;  // zoomed out of view
       g.fillStyle = colors[d.c[i]] || '#888';
       g.beginPath(); g.arc(p[0], p[1], r, 0, 6.2832); g.fill();
     }
@@ -104,6 +130,7 @@
     }
     S.drawn = n; S.drawMs = performance.now() - t0;
     c.setAttribute('data-drawn', String(n));
+    c.setAttribute('data-zoom', S.zoom.k.toFixed(2));
     c.setAttribute('data-marks', String(S.marks.length));
   }
 
@@ -132,6 +159,7 @@
 
   var pending = false;
   document.addEventListener('mousemove', function (ev) {
+    if (S.drag) return;  // panning: pointermove moves the map
     if (pending || !S.data || !ev.target.closest || !ev.target.closest('#pa-map canvas')) {
       var tip0 = document.querySelector('#pa-map .map-tip');
       if (tip0 && !tip0.hidden && !(ev.target.closest && ev.target.closest('#pa-map canvas'))) tip0.hidden = true;
@@ -143,7 +171,7 @@
       var i = nearest(ev), tip = document.querySelector('#pa-map .map-tip');
       if (!tip) return;
       S.hover = i;
-      if (i === -1) { tip.hidden = true; return; }
+      if (i === -1) { tip.hidden = true; canvas().style.cursor = 'grab'; return; }
       var p = paperAt(i), b = canvas().getBoundingClientRect();
       tip.innerHTML = '';
       var t = document.createElement('div'); t.className = 'tip-title';
@@ -169,6 +197,14 @@
 
   document.addEventListener('click', function (ev) {
     var c = ev.target && ev.target.closest ? ev.target.closest('#pa-map canvas') : null;
+    if (c && S.dragged) { S.dragged = false; return; }  // the end of a drag, not a click
+    var zb = ev.target && ev.target.closest ? ev.target.closest('#pa-map button[data-zoom]') : null;
+    if (zb) {
+      var how = zb.getAttribute('data-zoom');
+      if (how === 'reset') resetZoom();
+      else zoomAt(how === 'in' ? STEP : 1 / STEP, (S.width || 0) / 2, (S.height || 0) / 2);
+      return;
+    }
     if (c) {
       var i = nearest(ev);
       if (i === -1) return;
@@ -196,6 +232,44 @@
       setTimeout(function () { var s = document.getElementById('pa-send'); if (s) s.click(); }, 50);
     }, 150);
   }, true);
+
+  // zoom: the wheel over the map, around the pointer
+  document.addEventListener('wheel', function (ev) {
+    var c = ev.target && ev.target.closest ? ev.target.closest('#pa-map canvas') : null;
+    if (!c || !S.data) return;
+    ev.preventDefault();
+    var b = c.getBoundingClientRect();
+    zoomAt(Math.exp(-ev.deltaY * WHEEL), ev.clientX - b.left, ev.clientY - b.top);
+  }, {passive: false});
+
+  // pan: drag the map (a move of a few pixels is still a click)
+  document.addEventListener('pointerdown', function (ev) {
+    var c = ev.target && ev.target.closest ? ev.target.closest('#pa-map canvas') : null;
+    if (!c || !S.data || ev.button !== 0) return;
+    S.drag = {x: ev.clientX, y: ev.clientY, zx: S.zoom.x, zy: S.zoom.y, moved: false};
+    S.dragged = false;
+  });
+  document.addEventListener('pointermove', function (ev) {
+    var d = S.drag;
+    if (!d) return;
+    var dx = ev.clientX - d.x, dy = ev.clientY - d.y;
+    if (!d.moved && dx * dx + dy * dy < 16) return;
+    if (!d.moved) {
+      d.moved = true;
+      var tip = document.querySelector('#pa-map .map-tip');
+      if (tip) tip.hidden = true;
+    }
+    S.zoom = clampShift({k: S.zoom.k, x: d.zx + dx, y: d.zy + dy});
+    if (canvas()) canvas().style.cursor = 'grabbing';
+    draw();
+  });
+  document.addEventListener('pointerup', function () {
+    if (S.drag && S.drag.moved) S.dragged = true;  // the click that follows is not a pick
+    S.drag = null;
+  });
+  document.addEventListener('dblclick', function (ev) {
+    if (ev.target && ev.target.closest && ev.target.closest('#pa-map canvas')) resetZoom();
+  });
 
   var scheduled = false;
   function schedule() {

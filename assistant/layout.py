@@ -1,0 +1,169 @@
+"""Where the map puts each paper: t-SNE (openTSNE) so that papers with similar abstracts sit
+together, and the groups the reader sees on it.
+
+    xy = tsne_2d(vectors, init=pca_xy, seed=0, threads=2, progress=lambda done: ...)
+    groups = kmeans_2d(xy, k=12)
+
+t-SNE keeps each paper's nearest papers next to it, which a linear projection (PCA) cannot do
+with 384 dimensions in two; distances between far-apart groups mean little. The steps:
+
+1. each paper's nearest papers by cosine: exact (blocks of matrix products) up to
+   EXACT_NEIGHBOURS_MAX papers, Annoy (openTSNE's approximate index, seeded) beyond;
+2. perplexity-based affinities on them (perplexity 30, capped below n/3 for small collections);
+3. the optimisation, started from the PCA layout (so the picture keeps its orientation between
+   builds): an early-exaggeration phase that gathers the groups, then a shorter free phase.
+   The negative gradient is FFT-interpolated (openTSNE's FIt-SNE), whose cost per iteration
+   has a floor from its grid, so below FFT_MIN_PAPERS Barnes-Hut is cheaper.
+
+Everything is seeded: the same vectors give the same map. openTSNE is optional at import time:
+without it (`TSNE_AVAILABLE` is False) the map falls back to PCA (assistant/map.py). The measured
+trade-offs behind these constants are in docs/benchmarks.md (`benchmarks/map.py projection`).
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import numpy as np
+
+try:  # optional: without it the map is a PCA projection
+    from openTSNE import TSNEEmbedding
+    from openTSNE.affinity import PerplexityBasedNN
+    from openTSNE.initialization import rescale
+    from openTSNE.nearest_neighbors import Annoy, PrecomputedNeighbors
+    TSNE_AVAILABLE = True
+except ImportError:  # pragma: no cover - exercised by monkeypatching TSNE_AVAILABLE
+    TSNE_AVAILABLE = False
+
+PERPLEXITY = 30.0
+EXACT_NEIGHBOURS_MAX = 20000  # above: Annoy (exact kNN costs n² dot products)
+NEIGHBOUR_BLOCK = 2048  # rows of the similarity matrix held at once (2048 × n float32)
+FFT_MIN_PAPERS = 3000  # below: Barnes-Hut (the FFT grid's fixed cost per iteration dominates)
+EARLY_ITERATIONS = 250  # exaggeration 12: the groups form
+LATE_ITERATIONS = 150  # exaggeration 1: the groups spread (more iterations kept no more neighbours)
+EARLY_EXAGGERATION = 12.0
+REPORT_EVERY = 25  # iterations between progress reports
+
+Progress = Optional[Callable[[float], None]]  # called with the share of the layout done (0..1)
+
+
+def perplexity_for(n: int) -> float:
+    """PERPLEXITY, capped so that 3 × perplexity neighbours exist (a collection of 40 papers
+    gets 13): openTSNE would lower it itself, with a warning."""
+    return float(max(1.0, min(PERPLEXITY, (n - 1) / 3.0)))
+
+
+def nearest_neighbours(vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k nearest other rows of each row by cosine (rows are unit vectors) and their cosine
+    distances, nearest first; exact, one block of rows at a time (ties: lower row first)."""
+    n = len(vectors)
+    index = np.empty((n, k), dtype=np.int64)
+    distance = np.empty((n, k), dtype=np.float32)
+    for start in range(0, n, NEIGHBOUR_BLOCK):
+        stop = min(n, start + NEIGHBOUR_BLOCK)
+        sim = vectors[start:stop] @ vectors.T
+        sim[np.arange(stop - start), np.arange(start, stop)] = -np.inf  # not its own neighbour
+        part = np.argpartition(-sim, k - 1, axis=1)[:, :k]
+        part_sim = np.take_along_axis(sim, part, axis=1)
+        order = np.lexsort((part, -part_sim), axis=1)
+        index[start:stop] = np.take_along_axis(part, order, axis=1)
+        distance[start:stop] = 1.0 - np.take_along_axis(part_sim, order, axis=1)
+    return index, np.clip(distance, 0.0, 2.0)
+
+
+def affinities(vectors: np.ndarray, seed: int, threads: int) -> "PerplexityBasedNN":
+    """t-SNE's input affinities over each paper's 3 × perplexity nearest papers."""
+    perplexity = perplexity_for(len(vectors))
+    k = min(len(vectors) - 1, int(3 * perplexity))
+    if len(vectors) <= EXACT_NEIGHBOURS_MAX:
+        knn = PrecomputedNeighbors(*nearest_neighbours(vectors, k))
+    else:
+        knn = Annoy(vectors, k, metric="cosine", n_jobs=threads, random_state=seed)
+    return PerplexityBasedNN(knn_index=knn, perplexity=perplexity, n_jobs=threads)
+
+
+def tsne_2d(vectors: np.ndarray, init: np.ndarray, seed: int = 0, threads: int = 2,
+            progress: Progress = None) -> np.ndarray:
+    """The t-SNE layout of unit vectors, started from `init` (the PCA layout), seeded."""
+    n = len(vectors)
+    total = EARLY_ITERATIONS + LATE_ITERATIONS
+    report = progress or (lambda share: None)
+    report(0.0)
+    aff = affinities(vectors.astype(np.float32), seed, threads)
+    start = rescale(np.asarray(init, dtype=np.float64))  # std 1e-4, as openTSNE's own init
+    method = "fft" if n >= FFT_MIN_PAPERS else "bh"
+    emb = TSNEEmbedding(start, aff, negative_gradient_method=method, n_jobs=threads,
+                        random_state=seed)
+    emb = emb.optimize(n_iter=EARLY_ITERATIONS, exaggeration=EARLY_EXAGGERATION,
+                       learning_rate=max(n / EARLY_EXAGGERATION, 50.0), momentum=0.5,
+                       callbacks=_reporter(report, 0, total), callbacks_every_iters=REPORT_EVERY)
+    emb = emb.optimize(n_iter=LATE_ITERATIONS, exaggeration=1.0, learning_rate=max(float(n), 50.0),
+                       momentum=0.8, callbacks=_reporter(report, EARLY_ITERATIONS, total),
+                       callbacks_every_iters=REPORT_EVERY)
+    report(1.0)
+    return np.asarray(emb, dtype=np.float32)
+
+
+def _reporter(report: Callable[[float], None], before: int, total: int):
+    """An openTSNE callback passing the share of iterations done to `report` (never stops)."""
+    def callback(iteration, error, embedding):
+        report((before + iteration) / total)
+        return False
+    return callback
+
+
+# ---------------------------------------------------------------------- groups on the map
+KMEANS_FIT_MAX = 20000  # centres fitted on at most this many points (seeded sample)
+KMEANS_ITERATIONS = 100
+KMEANS_STARTS = 4  # k-means++ starts; the one with the least spread wins
+
+
+def kmeans_2d(xy: np.ndarray, k: int, seed: int = 0) -> np.ndarray:
+    """The group of each point: Euclidean k-means on the map's own coordinates, so a theme is a
+    region the reader sees, not a group found in 384 dimensions and scattered on the picture.
+    Best of KMEANS_STARTS seeded k-means++ starts; groups numbered by size, largest first."""
+    n = len(xy)
+    if k <= 1 or n <= k:
+        return np.zeros(n, dtype=np.int16) if k <= 1 else np.arange(n, dtype=np.int16)
+    rng = np.random.default_rng(seed)
+    fit = xy if n <= KMEANS_FIT_MAX else xy[np.sort(rng.choice(n, KMEANS_FIT_MAX, replace=False))]
+    fit = fit.astype(np.float64)
+    best, best_spread = None, np.inf
+    for _ in range(KMEANS_STARTS):
+        centres = _lloyd(fit, _plus_plus(fit, k, rng))
+        spread = float(_sq_dist(fit, centres).min(axis=1).sum())
+        if spread < best_spread:
+            best, best_spread = centres, spread
+    labels = _sq_dist(xy.astype(np.float64), best).argmin(axis=1)
+    sizes = np.bincount(labels, minlength=k)
+    rank = np.empty(k, dtype=np.int64)
+    rank[sorted(range(k), key=lambda j: (-sizes[j], j))] = np.arange(k)
+    return rank[labels].astype(np.int16)
+
+
+def _sq_dist(points: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    return ((points[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2)
+
+
+def _plus_plus(points: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """k-means++ seeding: each next centre drawn with probability ∝ squared distance."""
+    centres = [points[rng.integers(len(points))]]
+    d = ((points - centres[0]) ** 2).sum(axis=1)
+    for _ in range(1, k):
+        p = d / d.sum() if d.sum() > 0 else np.full(len(points), 1 / len(points))
+        centres.append(points[rng.choice(len(points), p=p)])
+        d = np.minimum(d, ((points - centres[-1]) ** 2).sum(axis=1))
+    return np.stack(centres)
+
+
+def _lloyd(points: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    labels = None
+    for _ in range(KMEANS_ITERATIONS):
+        new = _sq_dist(points, centres).argmin(axis=1)
+        if labels is not None and np.array_equal(new, labels):
+            break
+        labels = new
+        for j in range(len(centres)):
+            members = points[labels == j]
+            if len(members):
+                centres[j] = members.mean(axis=0)
+    return centres
