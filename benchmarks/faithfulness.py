@@ -120,7 +120,9 @@ def generate(args) -> None:
 def label_view(args) -> None:
     """Every tag's answers with prose, shuffled, ids without the tag; whole abstracts."""
     out = Path(args.out)
-    rows = [r for p in sorted(out.glob("answers-*.jsonl")) for r in read_jsonl(p) if r["sentences"]]
+    runs = [read_jsonl(p) for p in sorted(out.glob("answers-*.jsonl"))]
+    paired = set.intersection(*({r["question"] for r in run} for run in runs))  # asked in every run
+    rows = [r for run in runs for r in run if r["sentences"] and r["question"] in paired]
     random.Random(7).shuffle(rows)
     papers = {c: open_corpus(c).store.papers() for c in {r["corpus"] for r in rows}}
     key, view = {}, []
@@ -167,7 +169,7 @@ def score(args) -> None:
             for group in ((k["tag"], "all"), (k["tag"], kind), (k["tag"], r["corpus"])):
                 counts.setdefault(group, Counter())[label_of(s["cites"], label)] += 1
     for tag in sorted({t for t, _ in counts}):
-        rows = [r for (t, _), r in by_question.items() if t == tag]
+        rows = [r for (t, q), r in by_question.items() if t == tag and q in asked_in_all(by_question)]
         with_prose = sum(bool(r["sentences"]) for r in rows)
         print(f"{tag}: answers {len(rows)}, with model prose {with_prose} ({with_prose / len(rows):.0%}), "
               f"mean {sum(r['seconds'] for r in rows) / len(rows):.1f} s")
@@ -178,6 +180,12 @@ def score(args) -> None:
             bad = c["unsupported"] + c["misattributed"]
             print(f"  {group:<18} sentences {n:>3}  unsupported {c['unsupported']:>3}  misattributed "
                   f"{c['misattributed']:>3}  bad {bad / n:.1%}")
+
+
+def asked_in_all(by_question: dict) -> set[str]:
+    """The questions every run answered (a run stopped early is compared on those)."""
+    tags = {t for t, _ in by_question}
+    return {q for _, q in by_question if all((t, q) in by_question for t in tags)}
 
 
 def main() -> None:
