@@ -21,12 +21,13 @@ ASPECTS = {"Problem": ASPECT_CUES["problem"], "Approach": ASPECT_CUES["approach"
 
 
 def source_block(source: Source) -> str:
+    """A paper as the model reads it: its number, title and record on labelled lines, then
+    its evidence sentences, one per line (what each written sentence restates)."""
     p = source.paper
-    who = p.author_line(3)
-    meta = ", ".join(str(x) for x in (p.category, p.year) if x)
-    head = f"[{source.n}] {p.title}" + (f" — {who}" if who else "") + (f" ({meta})" if meta else "")
-    lines = "\n".join(f"- {sentence}" for sentence in source.sentences)  # one line per claim to restate
-    return f"<source n={source.n}>\n{head}\n{lines}\n</source>"
+    record = "; ".join(x for x in (p.author_line(3), p.category or "", str(p.year or "")) if x)
+    lines = "\n".join(f"- {sentence}" for sentence in source.sentences)
+    return (f"<source n={source.n}>\nTitle: {p.title}\n" + (f"Record: {record}\n" if record else "")
+            + f"Lines:\n{lines}\n</source>")
 
 
 def sources_text(sources: list[Source]) -> str:
