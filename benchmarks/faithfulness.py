@@ -109,8 +109,7 @@ def generate(args) -> None:
                    "intent": answer.intent, "text": answer.answer,
                    "seconds": round(time.perf_counter() - t0, 1),
                    "citations": [{"n": c.number, "paper_id": c.paper_id} for c in answer.citations],
-                   "sentences": [{"sentence": s, "cites": cites(s)} for s in sentences_of(prose)],
-                   "claims": [c.model_dump() for c in getattr(answer, "claims", [])]}
+                   "sentences": [{"sentence": s, "cites": cites(s)} for s in sentences_of(prose)]}
             with answers_path.open("a") as f:
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
             print(f"{args.tag} {corpus}: {question[:60]!r} {len(row['sentences'])} sentences "

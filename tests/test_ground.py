@@ -100,3 +100,17 @@ def test_a_claim_stitched_from_several_sentences_needs_them_all_within_its_best_
     strict = Grounder(seed_assistant.engine.embed, CitationPolicy(content_sentences=1)).check(stitched, [src])
     loose = Grounder(seed_assistant.engine.embed, CitationPolicy(content_sentences=0)).check(stitched, [src])
     assert strict.text == "" and "[1]" in loose.text
+
+
+def test_a_causal_link_the_lines_do_not_state_is_not_backed(seed_assistant):
+    """Two true lines joined by "because" make a third claim, the link, which neither states."""
+    lines = ["We argue for world models as an intermediary between agents and the real world.",
+             "Reinforcement learning agents reach superhuman performance in games."]
+    src = {1: Source(1, Paper(paper_id="1", title="World models", abstract=" ".join(lines)), lines)}
+    grounder = Grounder(seed_assistant.engine.embed)
+    joined = ("We argue for world models as an intermediary between agents and the real world because "
+              "reinforcement learning agents reach superhuman performance in games [1].")
+    assert grounder.verdict(joined, src).why == "unsupported"
+    assert grounder.verdict("Reinforcement learning agents reach superhuman performance in games [1].", src).kept
+    stated = {1: Source(1, src[1].paper, ["Noisy labels lead to overconfident models."])}
+    assert grounder.verdict("Noisy labels lead to overconfident models [1].", stated).kept

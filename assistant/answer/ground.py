@@ -50,6 +50,7 @@ class Support:
     content: float  # share of the claim's content words found anywhere in the source
     numbers_ok: bool  # every figure of the claim appears in the source
     sentence: str  # the source's best abstract sentence for the claim
+    relations_ok: bool = True  # every causal link the claim states ("because", "leads to") is in its lines
 
 
 # Words an answer uses about itself ("Yes, there is work on …", "the paper"), never a claim
@@ -134,7 +135,9 @@ class Grounder:
         content = len(own & stems(" ".join(backing))) / len(own) if own else 1.0
         whole = normalise(" ".join(texts))
         numbers_ok = all(n.rstrip("%") in whole for n in FIGURE_RE.findall(claim))
-        return Support(max(scores), content, numbers_ok, sentence)
+        said = normalise(" ".join(backing))
+        relations_ok = all(r in said for r in relations(claim))
+        return Support(max(scores), content, numbers_ok, sentence, relations_ok)
 
     def verdict(self, sentence: str, by_n: dict[int, Source], finished: bool = True,
                 allowed: frozenset[str] = frozenset()) -> Verdict:
@@ -170,7 +173,8 @@ class Grounder:
         that backs it best, re-pointed; else none."""
         p = self.policy
         backing = {n: s for n, s in scored.items()
-                   if s.numbers_ok and s.score >= p.min_support and s.content >= p.min_content}
+                   if s.numbers_ok and s.relations_ok and s.score >= p.min_support
+                   and s.content >= p.min_content}
         top = max((s.score for s in backing.values()), default=0.0)
         kept = [n for n in cited if n in backing and backing[n].score >= top - p.margin]
         if kept or not backing:
@@ -193,6 +197,23 @@ class Grounder:
                 kept.append(v.text())
         result.text = " ".join(kept)
         return result
+
+
+# Words that state a causal link. A small model joining two lines of an abstract with
+# "because" invents a relation the abstract does not state; a claim may only use such a word
+# when the line it restates does.
+RELATION_RE = re.compile(r"\b(because|therefore|hence|consequently|thereby|due to|as a result|"
+                         r"leads? to|led to|results? in|causes?|caused)\b", re.I)
+
+
+def relations(claim: str) -> list[str]:
+    """The causal links a claim states, as words to find in its evidence ("leads to" → "lead")."""
+    out = []
+    for m in RELATION_RE.finditer(claim):
+        word = m.group(1).lower()
+        out.append({"leads to": "lead", "lead to": "lead", "led to": "led", "results in": "result",
+                    "result in": "result", "causes": "caus", "cause": "caus", "caused": "caus"}.get(word, word))
+    return out
 
 
 def question_allowance(message: str) -> frozenset[str]:
