@@ -114,3 +114,10 @@ def test_a_causal_link_the_lines_do_not_state_is_not_backed(seed_assistant):
     assert grounder.verdict("Reinforcement learning agents reach superhuman performance in games [1].", src).kept
     stated = {1: Source(1, src[1].paper, ["Noisy labels lead to overconfident models."])}
     assert grounder.verdict("Noisy labels lead to overconfident models [1].", stated).kept
+
+
+def test_the_prompts_own_labels_copied_back_are_no_claim(seed_assistant):
+    grounder = Grounder(seed_assistant.engine.embed)
+    echo = "Title: Top-W Record: Ada Lovelace [1]."
+    assert grounder.verdict(echo, SOURCES).why == "filler"
+    assert grounder.verdict("Top-W is a geometry-aware truncation rule for decoding [1].", SOURCES).kept

@@ -27,10 +27,11 @@ def test_cluster_finds_the_groups_and_keeps_first_member_order():
 
 
 def test_cluster_a_handful_of_papers_is_one_theme_unless_they_differ_a_lot():
-    alike = np.eye(4) * 0.2 + 1.0  # four nearly parallel vectors
+    assert len(cluster(np.eye(4), min_similarity=0.9, max_groups=6)) == 1  # a handful: one list
+    assert len(cluster(np.eye(9), min_similarity=0.9, max_groups=6)) == 3  # ceil(sqrt(9))
+    alike = np.eye(9) * 0.2 + 1.0  # nine nearly parallel vectors
     assert len(cluster(alike, min_similarity=0.9, max_groups=6)) == 1
-    assert len(cluster(np.eye(4), min_similarity=0.9, max_groups=6)) == 2  # ceil(sqrt(4))
-    assert summary_groups(20, 6) == 5 and summary_groups(2, 6) == 2 and summary_groups(400, 6) == 6
+    assert summary_groups(20, 6) == 5 and summary_groups(2, 6) == 1 and summary_groups(400, 6) == 6
     assert target_groups(40, 6) == 4 and target_groups(3, 6) == 1 and target_groups(400, 6) == 6
 
 

@@ -146,6 +146,8 @@ class Grounder:
         v = Verdict(claim, [], removed=len([n for n in cited if n not in by_n]))
         if not makes_claim(claim):
             v.why = "filler"  # a bare "[2]" or a list number "2.": nothing to keep
+        elif SCAFFOLD_RE.match(claim):
+            v.why = "filler"  # the prompt's own labels copied back ("Title: …  Record: …")
         elif not finished:
             v.why = "unfinished"  # cut off by the token limit: never shown half a claim
         if v.why:
@@ -198,6 +200,10 @@ class Grounder:
         result.text = " ".join(kept)
         return result
 
+
+# The labels of a source block in the prompt (compose.source_block): a sentence that starts
+# with one copies the prompt back instead of restating a line.
+SCAFFOLD_RE = re.compile(r"^\s*(?:Title|Record|Lines)\s*:", re.I)
 
 # Words that state a causal link. A small model joining two lines of an abstract with
 # "because" invents a relation the abstract does not state; a claim may only use such a word

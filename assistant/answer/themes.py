@@ -47,10 +47,16 @@ def target_groups(n: int, max_groups: int) -> int:
     return max(1, min(max_groups, round(math.sqrt(n / 2))))
 
 
+SMALL_SUMMARY = 5  # fewer papers than this read best as one list, without theme headings
+
+
 def summary_groups(n: int, max_groups: int) -> int:
     """A summary's themes at most: about sqrt(n), so twenty papers on different subjects are
     not forced into three grab-bags (five causal-inference papers still make one theme, as
-    long as they are alike: merging goes on while groups are `min_similarity` alike)."""
+    long as they are alike: merging goes on while groups are `min_similarity` alike); one for
+    a handful of papers."""
+    if n < SMALL_SUMMARY:
+        return 1
     return max(1, min(max_groups, math.ceil(math.sqrt(n))))
 
 
