@@ -26,7 +26,7 @@ from typing import Any, Optional
 from pydantic import BaseModel, Field, ValidationError
 
 from .answer.markers import MARKER_RE, parse_markers
-from .conversation import InputError
+from .conversation import InputError, extend
 from .render import reference_line
 from .types import Answer, Citation, Intent, LiteratureTable, Turn
 
@@ -94,10 +94,7 @@ class Exchange(BaseModel):
                       table=self.table)
 
     def turns(self) -> list[Turn]:
-        return [Turn(role="user", content=self.question),
-                Turn(role="assistant", content=self.answer,
-                     paper_ids=self.presented or [c.paper_id for c in self.citations],
-                     refused=self.abstained)]
+        return extend([], self.question, self.as_answer())
 
 
 class Transcript(BaseModel):

@@ -42,6 +42,7 @@ def code_path(argv: list[str]) -> None:
 code_path(sys.argv)
 
 from corpora import ROOT, open_corpus, read_jsonl  # noqa: E402
+from grounding import label_of  # noqa: E402  (the same four kinds of sentence)
 
 QUESTIONS = ROOT / "benchmarks" / "questions"
 # The three examples, then summaries, overviews and comparisons from the blind sets.
@@ -139,14 +140,6 @@ def label_view(args) -> None:
 
 def paper_view(n: int, p) -> dict:
     return {"n": n, "title": p.title, "authors": p.authors, "year": p.year, "abstract": p.abstract}
-
-
-def label_of(cited: list[int], label: dict) -> str:
-    if not label["all_backed"] or not label["supported_by"]:
-        return "unsupported"
-    if not cited:
-        return "uncited"
-    return "supported" if set(cited) <= set(label["supported_by"]) else "misattributed"
 
 
 def score(args) -> None:

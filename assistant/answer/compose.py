@@ -60,10 +60,9 @@ def unanswered_parts(parts: list[str], sources: list[Source]) -> list[str]:
     return notes
 
 
-def summary_prompt(themes: list[tuple[str, list[Source]]], least: int = 3) -> str:
-    """One sentence per paper, restating that paper's lines: no sentence speaks for several
-    papers at once (a small model's cross-paper synthesis misattributes)."""
-    papers = prose_papers(themes, least)
+def summary_prompt(papers: list[Source]) -> str:
+    """One sentence per paper (`prose_papers`), restating that paper's lines: no sentence
+    speaks for several papers at once (a small model's cross-paper synthesis misattributes)."""
     names = "; ".join(f"[{s.n}] {short_name(s.paper)}" for s in papers)
     return render("summary", sources=sources_text(papers), names=names)
 

@@ -248,7 +248,7 @@ class _Turn:
     timings: dict
     t0: float
     shown: list[str] = field(default_factory=list)
-    grounded: GroundedText = field(default_factory=lambda: GroundedText(text="", used=[]))
+    grounded: GroundedText = field(default_factory=GroundedText)
     prose_started: bool = False
 
     def show(self, text: str) -> Event:

@@ -21,9 +21,7 @@ from .markers import MARKER_RE, parse_markers, renumber  # noqa: F401  (renumber
 
 @dataclass
 class GroundedText:
-    text: str
-    used: list[int]  # source numbers cited, in order of first appearance
-    evidence: dict[int, str] = field(default_factory=dict)  # source n -> best supporting sentence
+    text: str = ""
     removed_markers: int = 0
     unsupported: int = 0
     dropped: list[tuple[str, str]] = field(default_factory=list)  # (sentence, why)
@@ -36,10 +34,20 @@ class GroundedText:
             self.dropped.append((v.claim, v.why))
             return
         self.kept.append(v)
-        for n in v.markers:
-            self.evidence.setdefault(n, v.evidence[n])
-            if n not in self.used:
-                self.used.append(n)
+
+    @property
+    def used(self) -> list[int]:
+        """Source numbers cited by the kept sentences, in order of first appearance."""
+        return list(dict.fromkeys(n for v in self.kept for n in v.markers))
+
+    @property
+    def evidence(self) -> dict[int, str]:
+        """Source n → the line the first kept sentence citing it restates."""
+        out: dict[int, str] = {}
+        for v in self.kept:
+            for n in v.markers:
+                out.setdefault(n, v.evidence[n])
+        return out
 
 
 @dataclass
@@ -188,7 +196,7 @@ class Grounder:
         """Keep supported, correctly cited sentences; fix or drop the rest. `finished`: the
         model ended on its own (else its last sentence may be cut off)."""
         by_n = {s.n: s for s in sources}
-        result = GroundedText(text="", used=[])
+        result = GroundedText()
         sentences = split_answer(text)
         kept = []
         for i, sentence in enumerate(sentences):

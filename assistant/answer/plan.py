@@ -265,9 +265,10 @@ class Planner:
         by_id = {s.paper.paper_id: s for s in plan.sources}
         themed = [(t.name, [by_id[p.paper_id] for p in t.papers]) for t in grouped]
         plan.prefix = listing(themed)
-        plan.prompt = compose.summary_prompt(themed, self.settings.summary_prose_papers)
+        papers = compose.prose_papers(themed, self.settings.summary_prose_papers)
+        plan.prompt = compose.summary_prompt(papers)
         plan.prose_heading = compose.PROSE_HEADING
-        plan.max_tokens = 45 * len(compose.prose_papers(themed, self.settings.summary_prose_papers))
+        plan.max_tokens = 45 * len(papers)
         return plan
 
     def _compare(self, q: Query, focus: list[Paper], filters) -> TurnPlan:

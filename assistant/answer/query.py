@@ -179,7 +179,11 @@ class Query:
     table_topic: str = ""  # what a table is about ("causal inference"), "" when it names no topic
     table_aspects: list[str] = field(default_factory=list)  # its columns ("method", "data")
     table_of_previous: bool = False  # "a table of the papers you cited": the last answer's papers
-    sides: list[str] = field(default_factory=list)  # a table topic cut at "," / "and" ("Top-W, DualGraph")
+
+    @property
+    def sides(self) -> list[str]:
+        """The table topic cut at "," / "and" ("Top-W, Verbalized Sampling and DualGraph")."""
+        return [s for s in SIDES_SPLIT_RE.split(self.table_topic) if s.strip()]
 
 
 def detect_intent(message: str) -> Intent:
@@ -640,7 +644,6 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     if intent == "table":
         q.table_topic, q.table_aspects = table_request(message)
         q.table_of_previous = asks_previous_papers(message)
-        q.sides = [s for s in SIDES_SPLIT_RE.split(q.table_topic) if s.strip()]
     return q
 
 

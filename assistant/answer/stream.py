@@ -39,7 +39,7 @@ class CheckedProse:
         self.by_n = {s.n: s for s in sources}
         self.allowed = allowed
         self.buffer = ""
-        self.result = GroundedText(text="", used=[])
+        self.result = GroundedText()
 
     def feed(self, delta: str) -> list[str]:
         """Sentences completed by this delta that passed (a sentence is complete once the next
