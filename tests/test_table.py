@@ -88,6 +88,23 @@ def test_table_on_a_topic_not_in_the_collection_cites_nothing(pa):
     assert answer.citations == [] and answer.table is None and "[1]" not in answer.answer
 
 
+def test_a_table_of_a_category_named_as_such_has_a_row_per_paper_of_it(pa):
+    # "in the Large Language Models category": the category is a filter, not a topic to search
+    llm = "Deep Learning · Large Language Models"
+    members = {pid for pid, p in pa.store.papers().items() if p.category == llm}
+    answer = pa.ask("Make a table of the papers in the Large Language Models category: method, data, result")
+    assert answer.intent == "table" and not answer.abstained and len(members) == 5
+    assert {r.paper_id for r in answer.table.rows} == members
+    assert answer.table.aspects == ["method", "data", "result"]
+    assert answer.answer.startswith("5 of the 20 papers in this collection are in the Large Language Models category")
+
+
+def test_a_table_of_a_topic_within_a_category_keeps_both(pa):
+    answer = pa.ask("Make a table of the causality papers in the Large Language Models category: method")
+    assert answer.abstained and answer.citations == []  # no causal paper is in that category
+    assert "Outside your filters" in answer.answer
+
+
 def test_a_theory_paper_has_no_data_cell(seed_assistant):
     """The KAN paper is theory only: no abstract sentence is about data, so its cell is "—"."""
     kan = next(p for p in seed_assistant.store.papers().values() if p.title.startswith("Kolmogorov"))

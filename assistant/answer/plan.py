@@ -456,6 +456,7 @@ class Planner:
         topic, aspects = q.table_topic, q.table_aspects
         plan = TurnPlan("table", topic or q.message)
         papers, matching = self._table_papers(q, topic, history, focus, filters, k, plan)
+        in_scope = len(papers)
         if not papers:
             if plan.abstain:
                 return plan
@@ -470,8 +471,10 @@ class Planner:
             rows.append(TableRow(number=i, paper_id=p.paper_id, title=p.title, cells=[c.text for c in cells]))
         plan.table = LiteratureTable(topic=topic if matching else "", aspects=aspects, rows=rows)
         names = {p.paper_id: compose.short_name(p) for p in papers}
+        whole_scope = bool(q.categories) and not topic and not focus and not q.table_of_previous
         plan.prefix = (compose.table_intro(topic if matching else "", len(rows), matching,
-                                           len(self.store.papers()))
+                                           len(self.store.papers()),
+                                           scope=q.scope if whole_scope else "", in_scope=in_scope)
                        + "\n\n" + table_markdown(plan.table, names))
         return plan
 
@@ -482,6 +485,11 @@ class Planner:
         if focus:
             plan.retrieved = [as_hit(p) for p in focus]
             return list(focus), 0
+        if q.categories and not topic and not q.table_of_previous:  # the whole category named
+            allowed = self.store.allowed_papers(filters) or set()
+            papers = [self.store.paper(i) for i in sorted(allowed)]
+            plan.retrieved = [as_hit(p) for p in papers]
+            return papers, 0
         if q.table_of_previous or not topic:
             shown = self._last_shown(history)
             if not shown:

@@ -644,6 +644,11 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     if intent == "table":
         q.table_topic, q.table_aspects = table_request(message)
         q.table_of_previous = asks_previous_papers(message)
+        table_scope = named_categories(q.table_topic, categories)
+        if table_scope:  # "a table of the papers in the LLM category": the category is a filter
+            q.categories, q.scope = table_scope.categories, table_scope.phrase
+            rest = table_scope.rest
+            q.table_topic = "" if only_request_words(rest) else topic_of(rest)  # "": all of it
     return q
 
 
