@@ -44,6 +44,10 @@ DEFAULT_SETS = {
     "seed-reworded": ("seed", QUESTIONS / "seed_reworded.jsonl"),
     "arxiv_math-reworded": ("arxiv_math", QUESTIONS / "arxiv_math_reworded.jsonl"),
     "ml_conf-reworded": ("ml_conf", QUESTIONS / "ml_conf_reworded.jsonl"),
+    # a second blind round of the same shape (2026-12-02), scored before any change for it
+    "seed-reworded-2": ("seed", QUESTIONS / "seed_reworded_2.jsonl"),
+    "arxiv_math-reworded-2": ("arxiv_math", QUESTIONS / "arxiv_math_reworded_2.jsonl"),
+    "ml_conf-reworded-2": ("ml_conf", QUESTIONS / "ml_conf_reworded_2.jsonl"),
     # blind: described comparisons, "those two", follow-ups about a paper in focus (details and
     # author counts), multi-part questions, comparisons with a side (or both) not in the corpus
     "seed-conversations": ("seed", QUESTIONS / "seed_conversations.jsonl"),
