@@ -291,8 +291,8 @@ def closest_list(papers: list[Paper], heading: str, notes: Optional[list[str]] =
     lines = [heading] + [f"{i}. *{shorten(p.title, 14)}*" + (f" — {p.author_line(2)}" if p.authors else "")
                          + (f" ({note})" if note else "")
                          for i, (p, note) in enumerate(zip(papers, notes), 1)]
-    lines.append("If one of them is what you meant, ask about it (“the first one”).")
-    return "\n".join(lines)
+    # a blank line first: Markdown would otherwise fold the hint into the last list item
+    return "\n".join(lines) + "\n\nIf one of them is what you meant, ask about it (“the first one”)."
 
 
 def choices(offered: list[Paper]) -> str:
@@ -346,12 +346,17 @@ def which_paper(shown: list[Paper], named: str = "") -> str:
 
 
 # ----------------------------------------------------------------------------- literature tables
-def table_intro(topic: str, rows: int, matching: int, collection: int) -> str:
-    """How many papers the table covers, and what its cells are."""
+def table_intro(topic: str, rows: int, matching: int, collection: int, scope: str = "",
+                in_scope: int = 0) -> str:
+    """How many papers the table covers, and what its cells are. `scope`: the category the
+    request named, whose `in_scope` papers are the rows (up to the table's limit)."""
     if topic and matching:
         more = f"; the {rows} most relevant are below" if matching > rows else ""
         lead = (f"{share(matching, collection)} about "
                 f"*{shorten(topic, 12)}*{more}.")
+    elif scope:
+        more = f"; the first {rows} are below" if in_scope > rows else ""
+        lead = f"{share(in_scope, collection)} in the {scope} category{more}."
     else:
         lead = f"A table of the {rows} paper{'s' * (rows != 1)}."
     return (lead + " Each cell quotes the paper's abstract; “—” means the abstract says nothing "
