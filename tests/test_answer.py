@@ -206,6 +206,15 @@ def test_compare_builds_a_cited_table(pa):
     assert "| **Approach** |" in answer.answer and "|---|" in answer.answer
 
 
+def test_a_compare_side_that_is_only_a_name_nobody_spells_is_not_found(pa):
+    # "GPT-2" is spelled by no abstract ("GPT-5" is not it): no near paper stands in for it
+    both = pa.ask("Compare BERT with GPT-2.")
+    assert both.abstained and both.citations == []
+    one = pa.ask("Compare Top-W with BERT")
+    assert [c.title.split(":")[0] for c in one.citations] == ["Top-W"]
+    assert "BERT" in one.answer and "only find one side" in one.answer
+
+
 def test_compare_them_uses_the_conversation(pa):
     q = "Which papers are about causal effect estimation?"
     first = pa.ask(q, mode="summary")

@@ -68,6 +68,13 @@ def is_name(side: str) -> bool:
     return len(side.split()) <= 3 and bool(distinctive_tokens(side))
 
 
+def only_a_name(side: str) -> bool:
+    """A side that is nothing but identifiers ("GPT-2", "BERT", "KAN"): a paper is that side only
+    if it spells the name, never because its words are near."""
+    words = side.split()
+    return bool(words) and len(distinctive_tokens(side)) == len(words)
+
+
 def introduces(name: str, paper: Paper) -> bool:
     """Does the abstract introduce `name` ("Here we present GraphSAGE, a general …", "… which
     we call PETS")? Of the papers that mention a method, this is the one that *is* it."""

@@ -24,7 +24,7 @@ from .query import Query, parse, shown_lists
 from .reading import Read, Reader
 from .relevance import Judge, Judged, authors_named
 from .table import table_cells, table_markdown
-from .naming import named_in_abstract, names_paper, names_title, new_terms, title_names
+from .naming import named_in_abstract, names_paper, names_title, new_terms, only_a_name, title_names
 from .themes import Theme, central, kmeans, target_groups, theme_name, themes
 
 
@@ -311,6 +311,8 @@ class Planner:
         named = [j for j in free if title_names(target, j.paper)] or named_in_abstract(target, free)
         if named:
             return named[0].paper, [named[0].hit]
+        if only_a_name(target):  # "GPT-2" that no candidate spells is not here, however near
+            return None, hits[:2]
         # a side described in other words: the model reads the best candidates when the gate is
         # unsure, as for a question; with no model to read, the user's word that the paper
         # exists makes membership (the summary threshold) enough
