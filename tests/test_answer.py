@@ -13,10 +13,12 @@ from llama_index.core.llms import (ChatMessage, ChatResponse, CompletionResponse
                                    LLMMetadata)
 from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
 
-from assistant import Filters, PaperAssistant, Paper, Turn, load_settings
+from assistant import Filters, Hit, PaperAssistant, Paper, Turn, load_settings
 from assistant.config import SEED_CORPUS
 from assistant.llm import BackendError
 from assistant.answer import AnswerEngine
+from assistant.answer.plan import assign_sides
+from assistant.answer.relevance import Judged
 from assistant.answer.evidence import Source
 from assistant.text import split_sentences
 from assistant.answer.ground import Grounder, parse_markers, renumber, split_answer
@@ -213,6 +215,24 @@ def test_a_compare_side_that_is_only_a_name_nobody_spells_is_not_found(pa):
     one = pa.ask("Compare Top-W with BERT")
     assert [c.title.split(":")[0] for c in one.citations] == ["Top-W"]
     assert "BERT" in one.answer and "only find one side" in one.answer
+
+
+def test_described_sides_are_assigned_jointly(pa):
+    # both descriptions rank Verbalized Sampling first; "the sampling paper" then takes Top-W
+    answer = pa.ask("Compare the sampling paper with the mode-collapse paper.")
+    assert [c.title.split(":")[0] for c in answer.citations] == ["Top-W", "Verbalized Sampling (VS)"]
+
+
+def test_assign_sides_finds_the_most_sides_then_the_surest():
+    def j(pid, p):
+        return Judged(hit=Hit(paper=Paper(paper_id=pid, title=pid, abstract=""), score=p, snippet=""), p=p)
+
+    a, b, c = j("a", 0.9), j("b", 0.5), j("c", 0.4)
+    first, second = [a, b], [j("a", 0.8)]
+    assert [x.paper.paper_id for x in assign_sides([first, second], taken=set())] == ["b", "a"]
+    assert [x.paper.paper_id for x in assign_sides([[a, c], [b]], taken=set())] == ["a", "b"]
+    assert [x and x.paper.paper_id for x in assign_sides([[a], [j("a", 0.7)]], taken=set())] == ["a", None]
+    assert assign_sides([[a]], taken={"a"}) == [None]
 
 
 def test_compare_them_uses_the_conversation(pa):

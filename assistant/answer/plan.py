@@ -8,6 +8,7 @@ writes prose over the papers chosen, which grounding then checks.
 from __future__ import annotations
 
 import threading
+from itertools import product
 from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
@@ -273,19 +274,18 @@ class Planner:
 
     def _compare(self, q: Query, focus: list[Paper], filters) -> TurnPlan:
         plan = TurnPlan("compare", q.message)
-        papers, missing = list(focus), []
-        for target in q.targets:
-            # a side naming a paper the conversation already points at is that paper; sides of
-            # this message may share a name ("the geometric Littlewood-Offord paper" vs "the
-            # polynomial Littlewood-Offord problem") and are each resolved on their own
-            if any(names_paper(target, p) for p in focus):
-                continue
-            found, hits = self._resolve_side(target, papers, filters)
-            plan.retrieved.extend(h for h in hits if h not in plan.retrieved)
-            if found is None:
-                missing.append(target)
-            else:
-                papers.append(found)
+        # a side naming a paper the conversation already points at is that paper; sides of
+        # this message may share a name ("the geometric Littlewood-Offord paper" vs "the
+        # polynomial Littlewood-Offord problem") and are each resolved on their own
+        targets = [t for t in q.targets if not any(names_paper(t, p) for p in focus)]
+        options = []
+        for target in targets:
+            accepted, hits = self._side_options(target, filters)
+            options.append(accepted)
+            plan.retrieved.extend(h for h in (hits if accepted else hits[:2]) if h not in plan.retrieved)
+        found = assign_sides(options, taken={p.paper_id for p in focus})
+        papers = list(focus) + [j.paper for j in found if j is not None]
+        missing = [t for t, j in zip(targets, found) if j is None]
         papers = papers[: self.settings.compare_max]
         plan.retrieved = papers_first(papers, plan.retrieved)
         if missing:
@@ -302,24 +302,22 @@ class Planner:
         plan.max_tokens = 120
         return plan
 
-    def _resolve_side(self, target: str, taken: list[Paper], filters) -> tuple[Optional[Paper], list[Hit]]:
-        """One side of a comparison, on its own: a paper named by the side (its method name or
-        title) first, else the best paper the relevance model accepts; never one already taken."""
+    def _side_options(self, target: str, filters) -> tuple[list[Judged], list[Hit]]:
+        """The papers one side of a comparison may be, best first: a paper named by the side
+        (its method name or title) alone, else those the relevance judgement accepts."""
         hits, judged = self._judged(target, filters, self.policy.candidates)
-        taken_ids = {p.paper_id for p in taken}
-        free = [j for j in judged if j.paper.paper_id not in taken_ids]
-        named = [j for j in free if title_names(target, j.paper)] or named_in_abstract(target, free)
+        named = [j for j in judged if title_names(target, j.paper)] or named_in_abstract(target, judged)
         if named:
-            return named[0].paper, [named[0].hit]
+            return named[:1], [named[0].hit]
         if only_a_name(target):  # "GPT-2" that no candidate spells is not here, however near
-            return None, hits[:2]
+            return [], hits
         # a side described in other words: the model reads the best candidates when the gate is
         # unsure, as for a question; with no model to read, the user's word that the paper
         # exists makes membership (the summary threshold) enough
-        chosen, reading = self._chosen(target, free, singular=True, plural=False)
-        if not chosen and reading is None:
-            chosen = self.judge.relevant(free, self.judge.summary_threshold)
-        return (chosen[0].paper, [chosen[0].hit]) if chosen else (None, hits[:2])
+        accepted, reading = self._chosen(target, judged, singular=False, plural=True)
+        if not accepted and reading is None:
+            accepted = self.judge.relevant(judged, self.judge.summary_threshold)
+        return accepted[: self.policy.side_options], [j.hit for j in accepted]
 
     # ------------------------------------------------------------------ refusals
     def _refuse(self, plan: TurnPlan, q: Query, judged: list[Judged], filters,
@@ -531,6 +529,23 @@ def scoped(filters: Optional[Filters], q: Query) -> Optional[Filters]:
 
 def as_hit(paper: Paper) -> Hit:
     return Hit(paper=paper, score=1.0, snippet=paper.abstract[:300])
+
+
+def assign_sides(options: list[list[Judged]], taken: set[str]) -> list[Optional[Judged]]:
+    """One paper per side, never the same paper twice, chosen jointly: the most sides found,
+    then the highest summed probability. "The sampling paper" and "the mode-collapse paper" may
+    both rank Verbalized Sampling first; taking it for the first side would leave the second
+    with nothing, so the first side takes its next accepted paper (Top-W). Exhaustive: a
+    comparison has a handful of sides with a few options each."""
+    best: tuple[tuple[int, float], list[Optional[Judged]]] = ((-1, 0.0), [])
+    for combo in product(*[[*opts, None] for opts in options]):
+        ids = [j.paper.paper_id for j in combo if j is not None]
+        if len(set(ids)) < len(ids) or taken & set(ids):
+            continue
+        score = (len(ids), sum(j.p for j in combo if j is not None))
+        if score > best[0]:
+            best = (score, list(combo))
+    return best[1] or [None] * len(options)
 
 
 def papers_first(papers: list[Paper], hits: list[Hit]) -> list[Hit]:
