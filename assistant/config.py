@@ -184,6 +184,15 @@ class Settings(BaseSettings):
     eval_cutoffs: list[int] = [1, 5, 10]  # recall@c for each; MRR counts ranks up to the largest
     tune_alphas: list[float] = [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]  # dense weights `--tune` tries
 
+    # -- reading a message (answer/query.py, answer/intent.py)
+    intent: Literal["rules", "model", "rules_then_model"] = Field(
+        "rules_then_model", description="What a message asks for (question, summary, compare, "
+        "similar, table): query.py's phrase rules, the fitted intent model over the message's "
+        "MiniLM vector (answer/intent.py), or the rules where they name an intent and the model "
+        "where they do not (their default, question).")
+    intent_confidence: Optional[float] = Field(
+        None, description="The intent model's probability at which it reads a message the rules "
+                          "leave at question (rules_then_model). None: the one fitted with it.")
     # -- answering
     llm_backend: Literal["local", "openai", "none"] = "local"
     model_path: Optional[Path] = None  # any GGUF; default: the packaged Qwen2.5-Coder-1.5B

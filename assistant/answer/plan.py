@@ -21,7 +21,8 @@ from ..text import terms
 from ..types import Filters, Hit, Intent, LiteratureTable, Paper, TableRow, Turn
 from . import compose
 from .evidence import SentenceEmbeddings, Source, evidence_for, safe_sentences
-from .query import Query, parse, shown_lists
+from .intent import default_model as intent_model, read_intent
+from .query import Query, detect_intent, parse, shown_lists
 from .reading import Read, Reader
 from .relevance import Judge, Judged, authors_named
 from .table import table_cells, table_markdown
@@ -76,12 +77,25 @@ class Planner:
     def _plan(self, message: str, history: list[Turn], mode: Optional[str],
               filters: Optional[Filters], k: Optional[int]) -> TurnPlan:
         categories = sorted(self.store.corpus_stats().categories)
-        q = parse(message, history, mode, describe=self._describe, categories=categories)
+        q = parse(message, history, mode, describe=self._describe, categories=categories,
+                  read_intent=self._read_intent)
         plan = self._route(q, history, scoped(filters, q), k)
         if q.unknown_category:  # "the NLP area" in a collection without one: say how it was read
             plan.notices.append(compose.unknown_category(q.unknown_category, categories,
                                                          self.policy.categories_listed))
         return plan
+
+    def _read_intent(self, message: str) -> Optional[Intent]:
+        """What the message asks for, as Settings.intent says to read it (None: the rules')."""
+        if self.settings.intent == "rules":
+            return None
+        if self.settings.intent == "rules_then_model" and detect_intent(message) != "question":
+            return None  # the rules named an intent
+        intent, p = read_intent(message)
+        confidence = self.settings.intent_confidence
+        if confidence is None:
+            confidence = intent_model().provenance.get("confidence", 0.0)
+        return intent if self.settings.intent == "model" or p >= confidence else None
 
     def _route(self, q: Query, history: list[Turn], filters: Optional[Filters],
                k: Optional[int]) -> TurnPlan:
@@ -434,7 +448,8 @@ class Planner:
         titled = [p for p in self.store.papers().values() if names_title(target, p)]
         if titled:
             return titled[0], ""
-        found, _ = self._resolve_side(target, [], filters)
+        options, _ = self._side_options(target, filters)
+        found = options[0].paper if options else None
         return found, "" if found else target
 
     def _neighbours(self, source: Paper, filters):

@@ -1,0 +1,75 @@
+"""What a message asks for, read by meaning: question, summary, compare, similar or table.
+
+A multinomial logistic regression over the message's all-MiniLM-L6-v2 vector, fitted on
+labelled messages by benchmarks/fit_intent.py and shipped as assistant/data/intent_model.json.
+It reads what the phrase rules of query.py cannot list ("what do we know about X here?" asks
+for a summary; "which paper proves a similarity bound?" is a question). The packaged MiniLM is
+used whatever embedding backend the store has: the model was fitted on its vectors.
+
+How its reading and the phrase rules combine is Settings.intent: "rules" (query.detect_intent
+alone), "model" (this model alone) or "rules_then_model" (the default: the rules where they name
+an intent, this model where they do not and its probability reaches `intent_confidence`).
+Measured on blind messages in docs/benchmarks.md.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from ..config import DATA_DIR
+from ..embed import OnnxMiniLMEmbedding
+from ..types import Intent
+
+MODEL_PATH = DATA_DIR / "intent_model.json"
+
+
+@dataclass
+class IntentModel:
+    """softmax(coef @ vector + intercept) over `labels`."""
+
+    labels: list[str]
+    coef: np.ndarray  # (labels, 384)
+    intercept: np.ndarray  # (labels,)
+    provenance: dict
+
+    @classmethod
+    def load(cls, path: Path = MODEL_PATH) -> "IntentModel":
+        raw = json.loads(Path(path).read_text())
+        return cls(raw["labels"], np.array(raw["coef"]), np.array(raw["intercept"]), raw.get("provenance", {}))
+
+    def to_json(self) -> dict:
+        return {"labels": self.labels, "coef": self.coef.tolist(), "intercept": self.intercept.tolist(),
+                "provenance": self.provenance}
+
+    def proba(self, vectors: np.ndarray) -> np.ndarray:
+        z = vectors @ self.coef.T + self.intercept
+        z -= z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(axis=1, keepdims=True)
+
+
+@lru_cache(maxsize=1)
+def default_model() -> IntentModel:
+    return IntentModel.load(MODEL_PATH)
+
+
+@lru_cache(maxsize=1)
+def _embedder() -> OnnxMiniLMEmbedding:
+    return OnnxMiniLMEmbedding()
+
+
+def message_vectors(messages: list[str]) -> np.ndarray:
+    return _embedder().embed_texts(messages)
+
+
+def read_intent(message: str, model: Optional[IntentModel] = None) -> tuple[Intent, float]:
+    """The intent the model reads in `message`, with its probability."""
+    model = model or default_model()
+    p = model.proba(message_vectors([message]))[0]
+    best = int(np.argmax(p))
+    return model.labels[best], float(p[best])  # type: ignore[return-value]

@@ -1,0 +1,71 @@
+"""What a message asks for, read by meaning (answer/intent.py) and combined with the phrase
+rules (Settings.intent): the shipped model, and what each way of reading does on the seed corpus."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from assistant import PaperAssistant
+from assistant.answer.intent import IntentModel, default_model, read_intent
+from assistant.answer.query import detect_intent, parse
+
+# messages the phrase rules leave at their default (question) and the model reads surely
+BY_MEANING = [
+    ("I am new to causal inference, where do the papers here stand?", "summary"),
+    ("Grid of the causal papers with method and data columns", "table"),
+    ("Top-W or Verbalized Sampling, which one is better for creative writing?", "compare"),
+]
+
+
+def test_the_shipped_model_reads_five_intents_with_its_provenance():
+    model = default_model()
+    assert sorted(model.labels) == ["compare", "question", "similar", "summary", "table"]
+    assert model.coef.shape == (5, 384)
+    assert 0 < model.provenance["confidence"] < 1 and model.provenance["training_messages"] >= 300
+    p = model.proba(np.zeros((1, 384)))
+    assert p.shape == (1, 5) and p.sum() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("message,intent", BY_MEANING)
+def test_the_model_reads_what_the_rules_miss(message, intent):
+    assert detect_intent(message) == "question"
+    read, p = read_intent(message)
+    assert read == intent and p >= default_model().provenance["confidence"]
+
+
+def test_parse_takes_the_intent_read_and_falls_back_to_the_rules():
+    message = "Grid of the causal papers with method and data columns"
+    assert parse(message, [], read_intent=lambda m: "table").intent == "table"
+    assert parse(message, [], read_intent=lambda m: None).intent == "question"
+    # an explicit mode wins over both
+    assert parse(message, [], mode="summary", read_intent=lambda m: "table").intent == "summary"
+
+
+def test_a_model_file_round_trips(tmp_path):
+    model = IntentModel(["a", "b"], np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([0.0, 0.5]), {"x": 1})
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(model.to_json()))
+    back = IntentModel.load(path)
+    assert back.labels == ["a", "b"] and np.allclose(back.proba(np.array([[2.0, 0.0]])),
+                                                     model.proba(np.array([[2.0, 0.0]])))
+
+
+@pytest.fixture(scope="module")
+def by_rules(seed_assistant) -> PaperAssistant:
+    """The session's seed store (read-only), read by the phrase rules alone."""
+    return PaperAssistant(seed_assistant.settings.model_copy(update={"intent": "rules"}))
+
+
+def test_the_default_reads_a_summary_request_the_rules_took_for_a_question(seed_assistant, by_rules):
+    message = "I am new to causal inference, where do the papers here stand?"
+    assert seed_assistant.settings.intent == "rules_then_model"
+    assert seed_assistant.ask(message).intent == "summary"
+    assert by_rules.ask(message).intent == "question"
+
+
+def test_where_the_rules_name_an_intent_they_decide(seed_assistant):
+    # the rules say compare; whatever the model reads, rules_then_model keeps it
+    answer = seed_assistant.ask("Compare Top-W with Verbalized Sampling")
+    assert answer.intent == "compare"
