@@ -11,8 +11,9 @@ answer the question? yes or no", the probability of "yes"), cached in
 benchmarks/.stores/reading_yes.jsonl (an interrupted run resumes). The gate's p of each question
 comes from a gate fitted without the question's fold (`--gate out-of-fold`, the default): the
 shipped gate was fitted on these very questions and is surer of them than of a new one. A
-logistic model over (logit of the gate's p, logit of yes, yes minus the best other candidate's)
-is fitted; its threshold is the one with the most right answers minus wrong ones (a wrong paper,
+logistic model over (logit of the gate's p floored at a gate floor, logit of yes, yes minus the
+best other candidate's) is fitted for each gate floor of --gate-floors, the floor with the best
+out-of-fold figures kept; its threshold is the one with the most right answers minus wrong ones (a wrong paper,
 or an answer to an out-of-corpus or leave-one-out question) on 5-fold out-of-fold probabilities. Printed beside it: the gate alone on the
 same questions, and the floor's cost (answerable questions whose gold paper it refuses).
 """
@@ -142,14 +143,25 @@ def rows_of(questions: list[dict], cache: dict[str, float], papers: int):
             yield rec, i, rec["p"][i], yes, lead, rec["labels"][i]
 
 
-def fit(rows) -> ReadingModel:
+def fit(rows, gate_floor: float = 0.0) -> ReadingModel:
     from sklearn.linear_model import LogisticRegression
 
-    X = np.array([[logit(p), logit(yes), lead] for _, _, p, yes, lead, _ in rows])
+    shape = ReadingModel(0, 0, 0, 0, 0.5, {}, gate_floor)
+    X = np.array([[shape.gate_logit(p), logit(yes), lead] for _, _, p, yes, lead, _ in rows])
     y = np.array([label for *_, label in rows])
     w = LogisticRegression(C=1.0, max_iter=1000).fit(X, y)
     c = w.coef_[0]
-    return ReadingModel(float(c[0]), float(c[1]), float(c[2]), float(w.intercept_[0]), 0.5, {})
+    return ReadingModel(float(c[0]), float(c[1]), float(c[2]), float(w.intercept_[0]), 0.5, {}, gate_floor)
+
+
+def out_of_fold(read: list[dict], cache: dict[str, float], papers: int, gate_floor: float) -> dict:
+    """best_read of every question by a model fitted without its fold."""
+    best: dict = {}
+    for fold in range(FOLDS):
+        train = [r for r in read if fold_of(r) != fold]
+        best.update(best_read([r for r in read if fold_of(r) == fold], cache,
+                              fit(list(rows_of(train, cache, papers)), gate_floor), papers))
+    return best
 
 
 def best_read(questions: list[dict], cache: dict[str, float], model: ReadingModel, papers: int) -> dict:
@@ -226,6 +238,9 @@ def main() -> int:
     ap.add_argument("--gate", choices=("out-of-fold", "shipped"), default="out-of-fold",
                     help="the gate's p as a feature: from gates fitted without the question's fold, "
                          "or the shipped gate's (in-sample on 70%% of the questions)")
+    ap.add_argument("--gate-floors", default="0,0.02,0.05,0.1,0.2",
+                    help="gate floors tried (ReadingModel.gate_floor); the one with the best "
+                         "out-of-fold net is kept (ties: the lowest)")
     ap.add_argument("--collect-only", action="store_true")
     ap.add_argument("--cached-only", action="store_true", help="fit on the readings already cached")
     ap.add_argument("--corpora", default="seed,ml_conf,arxiv_math,scifact")
@@ -241,6 +256,8 @@ def main() -> int:
     records = []
     for corpus in args.corpora.split(","):
         records += cr.corpus_records(corpus, rel_args)
+    # SciFact's held-out claims are what `evaluate.py scifact-heldout` asks: never fitted on
+    records = [r for r in records if not (r["item"].corpus == "scifact" and r["item"].held_out())]
     records = limited(out_of_fold_gate(records, gate) if args.gate == "out-of-fold"
                       else cr.scored(records, gate), args.per_corpus)
     questions = read_questions(records, args.floor)
@@ -254,14 +271,19 @@ def main() -> int:
     # fitted on all of them
     all_read = {rec["item"].qid for rec, *_ in rows_of(questions, cache, args.papers)}
     read = [r for r in questions if r["item"].qid in all_read]
-    best: dict = {}
-    for fold in range(FOLDS):
-        train = [r for r in read if fold_of(r) != fold]
-        best.update(best_read([r for r in read if fold_of(r) == fold], cache,
-                              fit(list(rows_of(train, cache, args.papers))), args.papers))
-    model = fit(list(rows_of(read, cache, args.papers)))
+    floors = [float(f) for f in args.gate_floors.split(",")]
+    tried = {f: out_of_fold(read, cache, args.papers, f) for f in floors}
+    for f, best in tried.items():
+        t = choose_threshold(read, best, gate.threshold, sure)
+        print(f"gate floor {f}: threshold {t:.3f}, net {net(figures(read, best, gate.threshold, t, sure))}",
+              file=sys.stderr)
+    floor = max(floors, key=lambda f: (net(figures(read, tried[f], gate.threshold,
+                                                   choose_threshold(read, tried[f], gate.threshold, sure), sure)),
+                                       -f))
+    best = tried[floor]
+    model = fit(list(rows_of(read, cache, args.papers)), floor)
     model.threshold = choose_threshold(read, best, gate.threshold, sure)
-    print(f"model: {model.w_gate:+.3f} * logit(p) {model.w_yes:+.3f} * logit(yes) {model.w_lead:+.3f} * lead "
+    print(f"model: {model.w_gate:+.3f} * logit(max(p, {model.gate_floor})) {model.w_yes:+.3f} * logit(yes) {model.w_lead:+.3f} * lead "
           f"{model.intercept:+.3f}; threshold {model.threshold:.3f}; unread above gate p {sure:.3f}")
     fig = figures(read, best, gate.threshold, model.threshold, sure)
     report("out-of-fold", fig)
@@ -272,6 +294,7 @@ def main() -> int:
         model.provenance = {
             "fitted_by": "benchmarks/calibrate_reading.py", "date": time.strftime("%Y-%m-%d"),
             "read": f"best candidate gate p >= {args.floor}, at most {args.per_corpus} questions a corpus",
+            "gate_floors_tried": floors,
             "papers_per_question": args.papers, "unread_above": sure,
             "questions_read": len(read), "training_rows": len(list(rows_of(read, cache, args.papers))),
             "threshold_rule": f"most right answers minus wrong ones (wrong paper, out-of-corpus, "

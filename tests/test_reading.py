@@ -2,7 +2,9 @@
 reading may change; the real local model reads in test_e2e.py."""
 from __future__ import annotations
 
+import json
 import threading
+from dataclasses import replace
 
 import pytest
 
@@ -160,3 +162,20 @@ def test_the_candidates_are_shown_while_the_model_reads_them(seed_assistant: Pap
     assert events[0][0] == "retrieved" and len(events[0][1]) >= 3  # the candidates being read
     assert seen_while_reading and all(seen_while_reading)
     assert events[-1][0] == "final" and events[-1][1].abstained
+
+
+def test_below_the_gate_floor_the_gate_no_longer_lowers_the_reading():
+    # far paraphrases: the gate's p tiny, the reading sure. Below the floor the gate's p says
+    # nothing more, above it the gate still counts
+    model = ReadingModel(w_gate=1.0, w_yes=1.0, w_lead=0.0, intercept=0.0, threshold=0.5,
+                         provenance={}, gate_floor=0.1)
+    assert model.proba(0.004, 0.9, 0.0) == pytest.approx(model.proba(0.1, 0.9, 0.0))
+    assert model.proba(0.5, 0.9, 0.0) > model.proba(0.1, 0.9, 0.0)
+    assert model.proba(0.004, 0.9, 0.0) > replace(model, gate_floor=0.0).proba(0.004, 0.9, 0.0)
+
+
+def test_a_model_file_without_a_gate_floor_loads_with_none(tmp_path):
+    raw = ReadingModel(0.5, 1.0, 1.0, -1.0, 0.4, {}).to_json()
+    del raw["gate_floor"]
+    (tmp_path / "m.json").write_text(json.dumps(raw))
+    assert ReadingModel.load(tmp_path / "m.json").gate_floor == 0.0

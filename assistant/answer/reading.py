@@ -15,6 +15,12 @@ verdict to take raw (it says "yes" fairly often to a paper near the topic), so a
 model over (the gate's logit, the reading's logit, and the reading's lead over the best other
 candidate) turns it into a probability with its own threshold. It is fitted on labelled
 questions by benchmarks/calibrate_reading.py and ships as assistant/data/reading_model.json.
+
+The gate enters that model only down to a floor (`gate_floor`): below it, how unlike the
+paper's words a question is says nothing more. Without the floor the fit learnt "the gate is
+almost sure it is unrelated" from far paraphrases (gate p 0.004 for "models that agree with
+users too much after RLHF") and let that outweigh a reading of 0.87 for the right paper; the
+gate is the floor of the judgement, the reading its verdict.
 """
 from __future__ import annotations
 
@@ -40,8 +46,9 @@ ChoiceReader = Callable[[list[dict], Sequence[str]], list[float]]
 
 @dataclass
 class ReadingModel:
-    """p = sigmoid(w_gate * logit(gate p) + w_yes * logit(yes) + w_lead * lead + intercept),
-    accepted at `threshold`. lead: this paper's yes minus the best other read candidate's."""
+    """p = sigmoid(w_gate * logit(max(gate p, gate_floor)) + w_yes * logit(yes) + w_lead * lead
+    + intercept), accepted at `threshold`. lead: this paper's yes minus the best other read
+    candidate's. gate_floor: see the module (0: the gate's p as it is)."""
 
     w_gate: float
     w_yes: float
@@ -49,19 +56,25 @@ class ReadingModel:
     intercept: float
     threshold: float
     provenance: dict
+    gate_floor: float = 0.0
 
     @classmethod
     def load(cls, path: Path = MODEL_PATH) -> "ReadingModel":
         raw = json.loads(Path(path).read_text())
         return cls(raw["w_gate"], raw["w_yes"], raw["w_lead"], raw["intercept"], raw["threshold"],
-                   raw.get("provenance", {}))
+                   raw.get("provenance", {}), raw.get("gate_floor", 0.0))
 
     def to_json(self) -> dict:
         return {"w_gate": self.w_gate, "w_yes": self.w_yes, "w_lead": self.w_lead,
-                "intercept": self.intercept, "threshold": self.threshold, "provenance": self.provenance}
+                "intercept": self.intercept, "threshold": self.threshold,
+                "gate_floor": self.gate_floor, "provenance": self.provenance}
+
+    def gate_logit(self, gate_p: float) -> float:
+        return logit(max(gate_p, self.gate_floor))
 
     def proba(self, gate_p: float, yes: float, lead: float) -> float:
-        z = self.w_gate * logit(gate_p) + self.w_yes * logit(yes) + self.w_lead * lead + self.intercept
+        z = (self.w_gate * self.gate_logit(gate_p) + self.w_yes * logit(yes) + self.w_lead * lead
+             + self.intercept)
         return 1.0 / (1.0 + math.exp(-z))
 
 
