@@ -233,6 +233,8 @@ def test_assign_sides_finds_the_most_sides_then_the_surest():
     assert [x.paper.paper_id for x in assign_sides([[a, c], [b]], taken=set())] == ["a", "b"]
     assert [x and x.paper.paper_id for x in assign_sides([[a], [j("a", 0.7)]], taken=set())] == ["a", None]
     assert assign_sides([[a]], taken={"a"}) == [None]
+    # a paper the conversation has shown wins over a surer one it has not
+    assert [x.paper.paper_id for x in assign_sides([[a, c], [b]], taken=set(), shown={"c"})] == ["c", "b"]
 
 
 def test_compare_them_uses_the_conversation(pa):

@@ -109,7 +109,7 @@ class Planner:
         if q.intent == "table":  # literature tables (below)
             return self._table(q, history, focus, filters, k)
         if q.intent == "compare":
-            return self._compare(q, focus, filters)
+            return self._compare(q, focus, filters, self._shown(history))
         if q.intent == "summary":
             return self._summary(q, focus, filters, k)
         return self._question(q, history, focus, filters, k)
@@ -286,7 +286,13 @@ class Planner:
         plan.max_tokens = 45 * len(papers)
         return plan
 
-    def _compare(self, q: Query, focus: list[Paper], filters) -> TurnPlan:
+    def _shown(self, history: list[Turn]) -> set[str]:
+        """The papers the conversation's recent answers showed (the focus a described target is
+        resolved against first)."""
+        turns = shown_lists(history)[: self.policy.focus_turns]
+        return {pid for turn in turns for pid in turn.paper_ids}
+
+    def _compare(self, q: Query, focus: list[Paper], filters, shown: set[str] = frozenset()) -> TurnPlan:
         plan = TurnPlan("compare", q.message)
         # a side naming a paper the conversation already points at is that paper; sides of
         # this message may share a name ("the geometric Littlewood-Offord paper" vs "the
@@ -297,7 +303,7 @@ class Planner:
             accepted, hits = self._side_options(target, filters)
             options.append(accepted)
             plan.retrieved.extend(h for h in (hits if accepted else hits[:2]) if h not in plan.retrieved)
-        found = assign_sides(options, taken={p.paper_id for p in focus})
+        found = assign_sides(options, taken={p.paper_id for p in focus}, shown=shown)
         papers = list(focus) + [j.paper for j in found if j is not None]
         missing = [t for t, j in zip(targets, found) if j is None]
         papers = papers[: self.settings.compare_max]
@@ -546,18 +552,20 @@ def as_hit(paper: Paper) -> Hit:
     return Hit(paper=paper, score=1.0, snippet=paper.abstract[:300])
 
 
-def assign_sides(options: list[list[Judged]], taken: set[str]) -> list[Optional[Judged]]:
+def assign_sides(options: list[list[Judged]], taken: set[str],
+                 shown: set[str] = frozenset()) -> list[Optional[Judged]]:
     """One paper per side, never the same paper twice, chosen jointly: the most sides found,
-    then the highest summed probability. "The sampling paper" and "the mode-collapse paper" may
+    then the most papers the conversation has shown (a described side means one of those when
+    one of them fits), then the highest summed probability. "The sampling paper" and "the mode-collapse paper" may
     both rank Verbalized Sampling first; taking it for the first side would leave the second
     with nothing, so the first side takes its next accepted paper (Top-W). Exhaustive: a
     comparison has a handful of sides with a few options each."""
-    best: tuple[tuple[int, float], list[Optional[Judged]]] = ((-1, 0.0), [])
+    best: tuple[tuple[int, int, float], list[Optional[Judged]]] = ((-1, 0, 0.0), [])
     for combo in product(*[[*opts, None] for opts in options]):
         ids = [j.paper.paper_id for j in combo if j is not None]
         if len(set(ids)) < len(ids) or taken & set(ids):
             continue
-        score = (len(ids), sum(j.p for j in combo if j is not None))
+        score = (len(ids), len(shown & set(ids)), sum(j.p for j in combo if j is not None))
         if score > best[0]:
             best = (score, list(combo))
     return best[1] or [None] * len(options)
