@@ -78,6 +78,8 @@ class PaperAssistant:
 
     @property
     def engine(self):
+        # imported on first use, as the map below: they pull in llama-index and the model code,
+        # which `ingest`, `search` and `--help` never need (seconds of start-up on two cores)
         from .answer import AnswerEngine
 
         with self._lock:

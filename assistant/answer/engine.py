@@ -24,6 +24,12 @@ from .plan import Planner, TurnPlan
 from .reading import Reader
 from .relevance import Judge
 from .stream import CheckedProse, Numbering
+from ..llm import make_llm
+from ..llm import make_local_llm
+from ..llm import stream_chat_events
+from ..llm import stream_chat_text
+from ..prompts import load_prompt
+from ..prompts import render
 
 Event = tuple[str, object]
 
@@ -137,7 +143,6 @@ class AnswerEngine:
             return None
         if self._llm is None and self._llm_error is None:
             try:
-                from ..llm import make_llm
 
                 self._llm = make_llm(self.settings)
             except BackendError as exc:
@@ -154,7 +159,6 @@ class AnswerEngine:
         if mode == "off" or self._reading_error or (mode == "auto" and self.settings.llm_backend == "none"):
             return None
         if self._reading is None:
-            from ..llm import make_local_llm
 
             try:
                 llm = self._get_llm([]) if mode == "auto" else make_local_llm(self.settings)
@@ -172,8 +176,6 @@ class AnswerEngine:
         llm = self._get_llm([])
         if llm is None:
             return ""
-        from ..llm import stream_chat_text
-        from ..prompts import render
 
         try:
             text = "".join(stream_chat_text(llm, [{"role": "user", "content": render("rewrite", question=question)}],
@@ -184,8 +186,6 @@ class AnswerEngine:
 
     def _stream_llm(self, llm, prompt: str, max_tokens: int) -> Iterator[tuple[str, object]]:
         """("waiting", ahead)... while the model is busy, then ("text", delta)..."""
-        from ..llm import stream_chat_events
-        from ..prompts import load_prompt
 
         messages = [{"role": "system", "content": load_prompt("system")},
                     {"role": "user", "content": prompt}]

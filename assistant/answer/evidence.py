@@ -15,6 +15,7 @@ import numpy as np
 
 from ..types import Paper
 from ..text import split_sentences, stems, terms
+from ..embed import embed_texts
 
 # a figure stated in a sentence: 12, 3.5, 40%
 FIGURE_RE = re.compile(r"(?<![A-Za-z])\d+(?:\.\d+)?%?")
@@ -85,7 +86,6 @@ class SentenceEmbeddings:
         return np.stack([found[t] for t in texts])
 
     def _embed(self, texts: list[str]) -> np.ndarray:
-        from ..embed import embed_texts
 
         return embed_texts(self.embedder, texts, batch_size=64)
 

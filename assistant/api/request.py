@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ..conversation import (MODES, AnswerMemory, InputError, check_message, make_filters,
                             message_text, turns_from_messages)
 from ..types import Filters, Turn
+from ..index import StoreError
+from ..llm import BackendError
 
 
 # ----------------------------------------------------------------------------- errors
@@ -37,13 +39,11 @@ class ApiError(Exception):
 
 def backend_error(exc: BaseException) -> ApiError:
     """Engine/store failures → 503 (the back end is unavailable), anything else → 500."""
-    from ..index import StoreError
 
     if isinstance(exc, (StoreError, ConnectionError, TimeoutError, OSError)):
         return ApiError(503, f"the paper store is unavailable: {type(exc).__name__}: {exc}",
                         "server_error", code="backend_unavailable")
     try:
-        from ..llm import BackendError
 
         if isinstance(exc, BackendError):
             return ApiError(503, f"the language model is unavailable: {exc}", "server_error",

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from .errors import BackendTimeout, ModelUnavailable
 from .turns import Turns, TurnTimeout
+from .openai import OpenAICompatible
 
 if TYPE_CHECKING:  # pragma: no cover
     from assistant.config import Settings
@@ -184,7 +185,6 @@ def make_server_llm(settings: "Settings", model_path: Path):
     beyond the slots wait in a visible queue."""
     from llama_index.core.bridge.pydantic import PrivateAttr
 
-    from .openai import OpenAICompatible
 
     server = _server_for(settings, model_path)
     turns = server.turns
