@@ -153,7 +153,7 @@ def test_model_server_down_before_the_answer_then_back(llm, tmp_path):
 def test_model_server_killed_during_the_answer_then_back(llm, tmp_path, monkeypatch):
     """SIGKILLed after its first words: /v1 and the page answer with the cited extracts and the
     notice; the next question after it restarts uses it again."""
-    import assistant.llm as llm_module
+    import assistant.answer.engine as llm_module  # the engine's own name for the stream
 
     real = llm_module.stream_chat_events  # what the engine streams the model's answer through
     kills = []
@@ -193,7 +193,7 @@ def test_model_dying_after_a_checked_sentence_still_ends_with_extracts(seed_assi
     """A model that dies mid-answer after one sentence passed the check: the fragment is kept and
     the cited extracts follow (before the fix the reply was the fragment alone, while the notice
     promised extracts). A scripted stream: a real kill cannot be timed to a sentence boundary."""
-    import assistant.llm as llm_module
+    import assistant.answer.engine as llm_module  # the engine's own name for the stream
     from assistant.library import PaperAssistant
     from assistant.llm import BackendError
 

@@ -24,12 +24,8 @@ from .plan import Planner, TurnPlan
 from .reading import Reader
 from .relevance import Judge
 from .stream import CheckedProse, Numbering
-from ..llm import make_llm
-from ..llm import make_local_llm
-from ..llm import stream_chat_events
-from ..llm import stream_chat_text
-from ..prompts import load_prompt
-from ..prompts import render
+from ..llm import make_llm, make_local_llm, stream_chat_events, stream_chat_text
+from ..prompts import load_prompt, render
 
 Event = tuple[str, object]
 
