@@ -139,7 +139,6 @@ class AnswerEngine:
             return None
         if self._llm is None and self._llm_error is None:
             try:
-
                 self._llm = make_llm(self.settings)
             except BackendError as exc:
                 self._llm_error = f"{type(exc).__name__}: {exc}"
@@ -155,7 +154,6 @@ class AnswerEngine:
         if mode == "off" or self._reading_error or (mode == "auto" and self.settings.llm_backend == "none"):
             return None
         if self._reading is None:
-
             try:
                 llm = self._get_llm([]) if mode == "auto" else make_local_llm(self.settings)
             except BackendError as exc:
@@ -172,7 +170,6 @@ class AnswerEngine:
         llm = self._get_llm([])
         if llm is None:
             return ""
-
         try:
             text = "".join(stream_chat_text(llm, [{"role": "user", "content": render("rewrite", question=question)}],
                                             max_tokens=40))
@@ -182,7 +179,6 @@ class AnswerEngine:
 
     def _stream_llm(self, llm, prompt: str, max_tokens: int) -> Iterator[tuple[str, object]]:
         """("waiting", ahead)... while the model is busy, then ("text", delta)..."""
-
         messages = [{"role": "system", "content": load_prompt("system")},
                     {"role": "user", "content": prompt}]
         yield from stream_chat_events(llm, messages,

@@ -86,7 +86,6 @@ class SentenceEmbeddings:
         return np.stack([found[t] for t in texts])
 
     def _embed(self, texts: list[str]) -> np.ndarray:
-
         return embed_texts(self.embedder, texts, batch_size=64)
 
 

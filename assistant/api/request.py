@@ -39,17 +39,12 @@ class ApiError(Exception):
 
 def backend_error(exc: BaseException) -> ApiError:
     """Engine/store failures → 503 (the back end is unavailable), anything else → 500."""
-
     if isinstance(exc, (StoreError, ConnectionError, TimeoutError, OSError)):
         return ApiError(503, f"the paper store is unavailable: {type(exc).__name__}: {exc}",
                         "server_error", code="backend_unavailable")
-    try:
-
-        if isinstance(exc, BackendError):
-            return ApiError(503, f"the language model is unavailable: {exc}", "server_error",
-                            code="backend_unavailable")
-    except ImportError:  # pragma: no cover
-        pass
+    if isinstance(exc, BackendError):
+        return ApiError(503, f"the language model is unavailable: {exc}", "server_error",
+                        code="backend_unavailable")
     return ApiError(500, f"internal error while answering ({type(exc).__name__})", "server_error",
                     code="internal_error")
 

@@ -185,7 +185,6 @@ def make_server_llm(settings: "Settings", model_path: Path):
     beyond the slots wait in a visible queue."""
     from llama_index.core.bridge.pydantic import PrivateAttr
 
-
     server = _server_for(settings, model_path)
     turns = server.turns
 
