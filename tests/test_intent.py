@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from assistant import PaperAssistant
-from assistant.answer.intent import IntentModel, default_model, read_intent
+from assistant.answer.intent import IntentModel, default_model, message_vectors, read_intent
 from assistant.answer.query import detect_intent, parse
 
 # messages the phrase rules leave at their default (question) and the model reads surely
@@ -37,10 +37,19 @@ def test_the_model_reads_what_the_rules_miss(message, intent):
 
 def test_parse_takes_the_intent_read_and_falls_back_to_the_rules():
     message = "Grid of the causal papers with method and data columns"
-    assert parse(message, [], read_intent=lambda m: "table").intent == "table"
-    assert parse(message, [], read_intent=lambda m: None).intent == "question"
+    assert parse(message, [], read_intent=lambda m, rules: "table").intent == "table"
+    assert parse(message, [], read_intent=lambda m, rules: None).intent == "question"
+    seen = []
+    parse(message, [], read_intent=lambda m, rules: seen.append((m, rules)))
+    assert seen == [(message, "question")]  # the model is told what the rules read
     # an explicit mode wins over both
-    assert parse(message, [], mode="summary", read_intent=lambda m: "table").intent == "summary"
+    assert parse(message, [], mode="summary", read_intent=lambda m, rules: "table").intent == "summary"
+
+
+def test_the_stores_minilm_serves_the_intent_model(seed_assistant):
+    store_minilm = seed_assistant.store.embedder
+    assert np.allclose(message_vectors(["Which paper is about KANs?"], store_minilm),
+                       message_vectors(["Which paper is about KANs?"]), atol=1e-5)
 
 
 def test_a_model_file_round_trips(tmp_path):

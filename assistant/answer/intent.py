@@ -63,13 +63,17 @@ def _embedder() -> OnnxMiniLMEmbedding:
     return OnnxMiniLMEmbedding()
 
 
-def message_vectors(messages: list[str]) -> np.ndarray:
-    return _embedder().embed_texts(messages)
+def message_vectors(messages: list[str], embedder: object = None) -> np.ndarray:
+    """The messages' packaged-MiniLM vectors: through `embedder` when it is that model (the
+    store's, so one ONNX session serves both), else through one of this module's own."""
+    minilm = embedder if isinstance(embedder, OnnxMiniLMEmbedding) else _embedder()
+    return minilm.embed_texts(messages)
 
 
-def read_intent(message: str, model: Optional[IntentModel] = None) -> tuple[Intent, float]:
+def read_intent(message: str, model: Optional[IntentModel] = None,
+                embedder: object = None) -> tuple[Intent, float]:
     """The intent the model reads in `message`, with its probability."""
     model = model or default_model()
-    p = model.proba(message_vectors([message]))[0]
+    p = model.proba(message_vectors([message], embedder))[0]
     best = int(np.argmax(p))
     return model.labels[best], float(p[best])  # type: ignore[return-value]

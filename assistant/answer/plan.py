@@ -22,7 +22,7 @@ from ..types import Filters, Hit, Intent, LiteratureTable, Paper, TableRow, Turn
 from . import compose
 from .evidence import SentenceEmbeddings, Source, evidence_for, safe_sentences
 from .intent import default_model as intent_model, read_intent
-from .query import Query, detect_intent, parse, shown_lists
+from .query import Query, parse, shown_lists
 from .reading import Read, Reader
 from .relevance import Judge, Judged, authors_named
 from .table import table_cells, table_markdown
@@ -85,13 +85,14 @@ class Planner:
                                                          self.policy.categories_listed))
         return plan
 
-    def _read_intent(self, message: str) -> Optional[Intent]:
-        """What the message asks for, as Settings.intent says to read it (None: the rules')."""
+    def _read_intent(self, message: str, rules: Intent) -> Optional[Intent]:
+        """What the message asks for, as Settings.intent says to read it, given the phrase
+        rules' reading `rules` (None: the rules' reading stands)."""
         if self.settings.intent == "rules":
             return None
-        if self.settings.intent == "rules_then_model" and detect_intent(message) != "question":
+        if self.settings.intent == "rules_then_model" and rules != "question":
             return None  # the rules named an intent
-        intent, p = read_intent(message)
+        intent, p = read_intent(message, embedder=self.embed.embedder)
         confidence = self.settings.intent_confidence
         if confidence is None:
             confidence = intent_model().provenance.get("confidence", 0.0)
@@ -492,7 +493,7 @@ class Planner:
             rows.append(TableRow(number=i, paper_id=p.paper_id, title=p.title, cells=[c.text for c in cells]))
         plan.table = LiteratureTable(topic=topic if matching else "", aspects=aspects, rows=rows)
         names = {p.paper_id: compose.short_name(p) for p in papers}
-        whole_scope = bool(q.categories) and not topic and not focus and not q.table_of_previous
+        whole_scope = whole_category(q, focus)
         plan.prefix = (compose.table_intro(topic if matching else "", len(rows), matching,
                                            len(self.store.papers()),
                                            scope=q.scope if whole_scope else "", in_scope=in_scope)
@@ -506,7 +507,7 @@ class Planner:
         if focus:
             plan.retrieved = [as_hit(p) for p in focus]
             return list(focus), 0
-        if q.categories and not topic and not q.table_of_previous:  # the whole category named
+        if whole_category(q, focus):
             allowed = self.store.allowed_papers(filters) or set()
             papers = [self.store.paper(i) for i in sorted(allowed)]
             plan.retrieved = [as_hit(p) for p in papers]
@@ -550,6 +551,12 @@ def scoped(filters: Optional[Filters], q: Query) -> Optional[Filters]:
 
 def as_hit(paper: Paper) -> Hit:
     return Hit(paper=paper, score=1.0, snippet=paper.abstract[:300])
+
+
+def whole_category(q: Query, focus: list[Paper]) -> bool:
+    """A table of every paper of the category the message named ("a table of the papers in the
+    LLM category"), not of a topic, of papers pointed at, or of the last answer's papers."""
+    return bool(q.categories) and not q.table_topic and not focus and not q.table_of_previous
 
 
 def assign_sides(options: list[list[Judged]], taken: set[str],

@@ -604,14 +604,18 @@ def asks_for_everything(text: str) -> bool:
 
 def parse(message: str, history: list[Turn], mode: Optional[str] = None,
           describe: Callable[[str], str] = lambda pid: "", categories: Sequence[str] = (),
-          read_intent: Callable[[str], Optional[Intent]] = lambda message: None) -> Query:
+          read_intent: Callable[[str, Intent], Optional[Intent]] = lambda message, rules: None) -> Query:
     """The typed query of one message in its conversation. `describe(paper_id)` gives a paper's
     text, for references by description ("the causal papers you mentioned"); `categories` are
     the collection's, for a category named as one ("the papers in the Robotics area");
-    `read_intent` reads what the message asks for by meaning (answer/intent.py; None: the
-    phrase rules of detect_intent decide)."""
+    `read_intent(message, rules)` reads what the message asks for by meaning, given the phrase
+    rules' reading (answer/intent.py; None: the rules decide)."""
     message = message.strip()
-    intent: Intent = mode if mode in MODES else (read_intent(message) or detect_intent(message))
+    if mode in MODES:
+        intent: Intent = mode
+    else:
+        rules = detect_intent(message)
+        intent = read_intent(message, rules) or rules
     refs = find_references(message, history, describe)
     scope = named_categories(message, categories) if intent in ("question", "summary") else None
     unknown = unknown_category(message) if intent in ("question", "summary") and not scope else None
