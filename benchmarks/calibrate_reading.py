@@ -272,17 +272,16 @@ def main() -> int:
     all_read = {rec["item"].qid for rec, *_ in rows_of(questions, cache, args.papers)}
     read = [r for r in questions if r["item"].qid in all_read]
     floors = [float(f) for f in args.gate_floors.split(",")]
-    tried = {f: out_of_fold(read, cache, args.papers, f) for f in floors}
-    for f, best in tried.items():
+    tried = {}  # floor -> (out-of-fold best readings, threshold, net)
+    for f in floors:
+        best = out_of_fold(read, cache, args.papers, f)
         t = choose_threshold(read, best, gate.threshold, sure)
-        print(f"gate floor {f}: threshold {t:.3f}, net {net(figures(read, best, gate.threshold, t, sure))}",
-              file=sys.stderr)
-    floor = max(floors, key=lambda f: (net(figures(read, tried[f], gate.threshold,
-                                                   choose_threshold(read, tried[f], gate.threshold, sure), sure)),
-                                       -f))
-    best = tried[floor]
+        tried[f] = (best, t, net(figures(read, best, gate.threshold, t, sure)))
+        print(f"gate floor {f}: threshold {t:.3f}, net {tried[f][2]}", file=sys.stderr)
+    floor = max(floors, key=lambda f: (tried[f][2], -f))
+    best, threshold, _ = tried[floor]
     model = fit(list(rows_of(read, cache, args.papers)), floor)
-    model.threshold = choose_threshold(read, best, gate.threshold, sure)
+    model.threshold = threshold
     print(f"model: {model.w_gate:+.3f} * logit(max(p, {model.gate_floor})) {model.w_yes:+.3f} * logit(yes) {model.w_lead:+.3f} * lead "
           f"{model.intercept:+.3f}; threshold {model.threshold:.3f}; unread above gate p {sure:.3f}")
     fig = figures(read, best, gate.threshold, model.threshold, sure)

@@ -94,7 +94,7 @@ def accuracy(pred: list[str], gold: list[str]) -> float:
     return sum(a == b for a, b in zip(pred, gold)) / max(len(gold), 1)
 
 
-def cross_validated(X: np.ndarray, y: list[str], rules: list[str], folds: int = 5):
+def cross_validated(X: np.ndarray, y: list[str], folds: int = 5):
     """Out-of-fold readings for each C: (labels, probabilities)."""
     from sklearn.model_selection import StratifiedKFold
 
@@ -131,7 +131,7 @@ def main() -> int:
     X, X_test = message_vectors(train_msgs), message_vectors(test_msgs)
     print(f"embedded {len(train_msgs)} + {len(test_msgs)} messages in {time.perf_counter() - t0:.1f} s")
     rules_train = [detect_intent(m) for m in train_msgs]
-    cv = cross_validated(X, train_y, rules_train)
+    cv = cross_validated(X, train_y)
     C = max(C_GRID, key=lambda c: (accuracy(cv[c][0], train_y), -c))
     labels, probs = cv[C]
     confidence = max(CONFIDENCE_GRID, key=lambda t: (accuracy(combined(labels, probs, rules_train, t), train_y), t))
