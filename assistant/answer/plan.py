@@ -563,9 +563,9 @@ def assign_sides(options: list[list[Judged]], taken: set[str],
                  shown: set[str] = frozenset()) -> list[Optional[Judged]]:
     """One paper per side, never the same paper twice, chosen jointly: the most sides found,
     then the most papers the conversation has shown (a described side means one of those when
-    one of them fits), then the highest summed probability. "The sampling paper" and "the mode-collapse paper" may
-    both rank Verbalized Sampling first; taking it for the first side would leave the second
-    with nothing, so the first side takes its next accepted paper (Top-W). Exhaustive: a
+    one of them fits), then the highest summed probability. "The sampling paper" and "the
+    mode-collapse paper" may both rank Verbalized Sampling first; taking it for the first side
+    would leave the second with nothing, so the first side takes its next accepted paper (Top-W). Exhaustive: a
     comparison has a handful of sides with a few options each."""
     best: tuple[tuple[int, int, float], list[Optional[Judged]]] = ((-1, 0, 0.0), [])
     for combo in product(*[[*opts, None] for opts in options]):
