@@ -58,20 +58,15 @@ class Retriever:
                 return []
             chunks: dict[str, ChunkScore] = {}
             if mode in ("hybrid", "bm25"):
-                self._bm25_side(query, n, allowed, chunks)
+                self._bm25_side(query, n, filters if allowed is not None else None, chunks)
             if mode in ("hybrid", "dense"):
-                self._dense_side(query, n, allowed, chunks)
+                self._dense_side(query, n, filters if allowed is not None else None, chunks)
             return self._fuse(chunks, k, mode, alpha)
 
-    def _bm25_side(self, query: str, n: int, allowed: Optional[set[str]],
+    def _bm25_side(self, query: str, n: int, filters: Optional[Filters],
                    chunks: dict[str, ChunkScore]) -> None:
         bm25 = self.store.bm25()
-        mask = None
-        if allowed is not None:
-            # a set lookup per chunk: np.isin on object arrays sorts both sides, which took
-            # seconds per search with a broad filter at 10k papers (benchmarks/scale.py)
-            mask = np.fromiter((pid in allowed for pid in bm25.paper_ids), dtype=np.float32,
-                               count=len(bm25.paper_ids))
+        mask = self.store.filter_index().select(filters).chunk_mask if filters else None
         scores = bm25.scores(query, mask)
         if scores.size == 0:
             return
@@ -82,10 +77,10 @@ class Retriever:
             cid = bm25.chunk_ids[i]
             chunks[cid] = ChunkScore(cid, str(bm25.paper_ids[i]), bm25=float(scores[i]))
 
-    def _dense_side(self, query: str, n: int, allowed: Optional[set[str]],
+    def _dense_side(self, query: str, n: int, filters: Optional[Filters],
                     chunks: dict[str, ChunkScore]) -> None:
         vector = self.embed_query(query)
-        for cid, pid, sim, text in self.store.dense_search(vector, n, allowed):
+        for cid, pid, sim, text in self.store.dense_search(vector, n, filters):
             entry = chunks.setdefault(cid, ChunkScore(cid, pid))
             entry.dense, entry.text = sim, text
         # Chunks found only by BM25 still need a dense similarity (for the relevance gate)

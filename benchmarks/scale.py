@@ -123,7 +123,8 @@ def filters_for(papers: list[Paper]) -> dict[str, Filters]:
     return out
 
 
-def measure(pa: PaperAssistant, n_queries: int, seed: int) -> list[tuple[str, str, float, float]]:
+def measure(pa: PaperAssistant, n_queries: int, seed: int,
+            search_only: bool = False) -> list[tuple[str, str, float, float]]:
     papers = list(pa.store.papers().values())
     rng = random.Random(seed)
     sample = rng.sample(papers, min(n_queries, len(papers)))
@@ -133,6 +134,8 @@ def measure(pa: PaperAssistant, n_queries: int, seed: int) -> list[tuple[str, st
     for name, f in filters_for(papers).items():
         p50, p95 = pct(timed(lambda q: pa.search(q, k=10, filters=f), titles))
         rows.append(("search", f"filter: {name}", p50, p95))
+    if search_only:
+        return rows
     planner = pa.engine.planner
     questions = [f"Which paper studies {t.rstrip('.').lower()}?" for t in titles]
     summaries = [f"Summarize the papers on {' '.join(t.split()[:4]).rstrip('.').lower()}."
@@ -146,6 +149,21 @@ def measure(pa: PaperAssistant, n_queries: int, seed: int) -> list[tuple[str, st
         p50, p95 = pct([t - e for t, e in split])
         rows.append(("plan", case.replace(", no LLM", "") + " minus embedding", p50, p95))
     return rows
+
+
+def keep_sentence_vectors(pa: PaperAssistant) -> tuple[int, float]:
+    """What `sentence_vectors = "ingest"` does at ingest, for a store built without it (the
+    derived stores, older stores): (texts embedded, seconds)."""
+    from assistant.embed import embed_texts
+    from assistant.index import paper_sentences
+    from assistant.index.store import SENTENCE_BATCH
+
+    store = pa.store
+    texts = [t for p in store.papers().values() for t in paper_sentences(p)]
+    t0 = time.perf_counter()
+    n = store.sentence_vectors().ensure(
+        texts, lambda missing: embed_texts(store.embedder, missing, SENTENCE_BATCH))
+    return n, time.perf_counter() - t0
 
 
 def timed_split(fn, items) -> list[tuple[float, float]]:
@@ -337,6 +355,11 @@ def main() -> int:
     ap.add_argument("--derive", type=int, default=0,
                     help="measure a store of this many papers derived from the --papers store "
                          "(papers repeated, vectors the originals' plus noise; nothing embedded)")
+    ap.add_argument("--keep-sentences", action="store_true",
+                    help="first embed and keep every paper's sentence vectors (what ingest does "
+                         "with sentence_vectors=ingest), so planning reads them")
+    ap.add_argument("--search-only", action="store_true",
+                    help="measure search only (no planning, statistics or store size)")
     ap.add_argument("--serve", action="store_true",
                     help="also: serve's start until the page answers, and its peak RSS with the "
                          "local model loaded (one answer)")
@@ -347,7 +370,14 @@ def main() -> int:
         del pa
         store = derive_store(store, args.derive, STORES / f"scale-{args.derive}-derived")
         pa, built = PaperAssistant(load_settings(store_dir=store, llm_backend="none")), None
-    rows = measure(pa, args.queries, args.seed)
+    if args.keep_sentences:
+        n, seconds = keep_sentence_vectors(pa)
+        print(f"sentence vectors kept beside the store: {n} texts embedded in {seconds:.0f} s")
+    rows = measure(pa, args.queries, args.seed, args.search_only)
+    if args.search_only:
+        for what, case, p50, p95 in rows:
+            print(f"{what:8s} {case:36s} {p50:9.1f} {p95:9.1f}")
+        return 0
     cost = stats_cost(pa)
     s = pa.stats()
     print(f"\n{s['papers']} papers, {s['chunks']} chunks, store {store}"

@@ -11,7 +11,7 @@ from assistant.config import SEED_CORPUS, Settings
 from assistant.corpus import read_papers
 from assistant.embed import MINILM_MAX_TOKENS, count_tokens
 from assistant.index import (SCHEMA_VERSION, STATS_FILE, Chunker, Store, StoreMismatch,
-                             content_hash, embedding_text, lexical_text)
+                             content_hash, embedding_text, lexical_text, paper_matches)
 from assistant.ingest import ingest_paths
 from assistant.library import PaperAssistant
 from assistant.retrieve import Retriever
@@ -266,10 +266,10 @@ def test_dense_search_uses_cosine_similarity(store):
     assert sim == pytest.approx(1.0, abs=1e-3)
     assert all(-1.0 <= r[2] <= 1.0 + 1e-3 for r in results)
     assert [r[2] for r in results] == sorted((r[2] for r in results), reverse=True)
-    # restricted to allowed papers
-    only = store.dense_search(vec, 10, allowed={"p-fl"})
-    assert {r[1] for r in only} == {"p-fl"}
-    assert store.dense_search(vec, 10, allowed=set()) == []
+    # restricted to the papers a filter allows: by category metadata, by author ids
+    for only_fl in (Filters(categories=["Social Aspects"]), Filters(authors=["bob"])):
+        assert {r[1] for r in store.dense_search(vec, 10, only_fl)} == {"p-fl"}
+    assert store.dense_search(vec, 10, Filters(year_min=2030)) == []
 
 
 # ----------------------------------------------------------------------------- BM25 cache
@@ -599,18 +599,60 @@ def test_revision_is_read_once_per_search_and_per_plan(tmp_path, monkeypatch):
         assert pa.store.paper("p-graph").abstract == changed.abstract
 
 
-def test_dense_search_with_a_filter_too_large_for_one_in_clause(seed_assistant, monkeypatch):
-    """A filter passing many papers (at 100k papers, more ids than SQLite allows in one
-    statement) gives the same neighbours by over-fetching or by `$in` slices."""
+@pytest.fixture(scope="module")
+def dated_seed_store(tmp_path_factory) -> Store:
+    """The seed corpus (categories, no years) with years given, on a store of its own."""
+    papers = [p.model_copy(update={"year": 2015 + i % 7})
+              for i, p in enumerate(read_papers(SEED_CORPUS))]
+    store = Store(small_settings(tmp_path_factory.mktemp("dated") / "store"))
+    store.upsert_papers(papers)
+    store.finish_ingest()
+    return store
+
+
+def seed_filters(store: Store) -> list[Filters]:
+    """Filters of every kind: categories (exact, area, any case), years, authors, and their
+    combinations, each passing a different share of the papers."""
+    papers = list(store.papers().values())
+    category = papers[0].category
+    area = category.split(" ·")[0]
+    surname = papers[1].authors[0].split()[-1].lower()
+    return [Filters(categories=[category]), Filters(categories=[area.upper()]),
+            Filters(categories=[category, "No Such Category"]), Filters(year_min=2018),
+            Filters(year_max=2015), Filters(year_min=2016, year_max=2019),
+            Filters(authors=[surname]), Filters(authors=[surname], year_min=2016),
+            Filters(categories=[area], year_min=2016), Filters(categories=["No Such Category"])]
+
+
+def test_a_filter_selects_what_paper_matches_selects(dated_seed_store):
+    """FilterIndex (arrays) and paper_matches (one paper at a time) agree on every kind of
+    filter; the BM25 mask marks exactly the chunks of the allowed papers."""
+    store = dated_seed_store
+    bm25 = store.bm25()
+    for f in seed_filters(store):
+        selection = store.filter_index().select(f)
+        expected = {pid for pid, p in store.papers().items() if paper_matches(p, f)}
+        assert set(selection.ids) == expected, f
+        assert [pid for pid, m in zip(bm25.paper_ids, selection.chunk_mask) if m] == [
+            pid for pid in bm25.paper_ids if pid in expected], f
+        assert store.filter_index().select(f) is selection  # cached for the revision
+    assert 0 < len(store.allowed_papers(Filters(year_min=2018))) < len(store.papers())
+
+
+def test_filtered_dense_search_is_the_filtered_ranking_by_every_path(dated_seed_store,
+                                                                     monkeypatch):
+    """Whichever way a filter reaches Chroma (unfiltered results filtered here, the chunk
+    metadata `where`, `$in` slices of paper ids), the result is the ranking of all chunks by
+    similarity, keeping the allowed papers' chunks."""
     import assistant.index.store as store_module
 
-    store = seed_assistant.store
-    ids = sorted(store.papers())
-    vector = np.asarray(seed_assistant.store.embedder.get_query_embedding("federated learning"))
-    for allowed in (set(ids[:12]), set(ids[:3])):  # 60% of the corpus, then 15%
-        expected = store.dense_search(vector, 5, allowed)
-        monkeypatch.setattr(store_module, "IN_LIMIT", 2)
-        got = store.dense_search(vector, 5, allowed)
-        monkeypatch.setattr(store_module, "IN_LIMIT", 5000)
-        assert [h[0] for h in got] == [h[0] for h in expected]
-        assert all(h[1] in allowed for h in got)
+    store = dated_seed_store
+    vector = np.asarray(store.embedder.get_query_embedding("federated learning"))
+    ranking = store._dense_query(vector, store.collection.count(), None)
+    for f in seed_filters(store):
+        allowed = store.allowed_papers(f)
+        expected = [h[0] for h in ranking if h[1] in allowed][:5]
+        for share, in_limit in ((0.2, 5000), (1.1, 5000), (1.1, 2)):
+            monkeypatch.setattr(store_module, "OVERFETCH_SHARE", share)
+            monkeypatch.setattr(store_module, "IN_LIMIT", in_limit)
+            assert [h[0] for h in store.dense_search(vector, 5, f)] == expected, (f, share)

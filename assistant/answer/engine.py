@@ -42,7 +42,9 @@ class AnswerEngine:
         self.settings = settings
         self.retriever = retriever
         self.store = retriever.store
-        self.embed = SentenceEmbeddings(embedder or self.store.embedder)
+        # the vectors kept beside the store are the store's model's: only for its embedder
+        self.embed = SentenceEmbeddings(embedder or self.store.embedder,
+                                        disk=None if embedder else self.store.sentence_vectors())
         self.judge = Judge(self.store.corpus_stats, settings.relevance, embed=self.embed)
         self.planner = Planner(settings, retriever, self.judge, self.embed, rewriter=self._rewrite,
                                reader=self._reader)

@@ -10,12 +10,14 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
 from ..types import Paper
 from ..text import split_sentences, stems, terms
 from ..embed import embed_texts
+from ..index import SentenceVectors
 
 # a figure stated in a sentence: 12, 3.5, 40%
 FIGURE_RE = re.compile(r"(?<![A-Za-z])\d+(?:\.\d+)?%?")
@@ -35,9 +37,12 @@ class SentenceEmbeddings:
     cache, concurrent questions share their candidates' sentences, and the embedding session
     runs one batch at a time, so embedding them twice would queue the same work."""
 
-    def __init__(self, embedder, capacity: int = 20000):
+    def __init__(self, embedder, capacity: int = 20000, disk: Optional[SentenceVectors] = None):
+        """`disk`: vectors kept beside the store (for `embedder`'s model), read before
+        embedding and given every vector embedded here."""
         self.embedder = embedder
         self.capacity = capacity
+        self.disk = disk
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._pending: dict[str, threading.Event] = {}  # text → set when its vector is cached
         self._lock = threading.Lock()
@@ -63,7 +68,7 @@ class SentenceEmbeddings:
                     self._pending[t] = done
         if mine:
             try:
-                found.update(zip(mine, self._embed(mine)))
+                found.update(self._stored_or_embedded(mine))
                 with self._lock:
                     for t in mine:
                         self._cache[t] = found[t]
@@ -84,6 +89,16 @@ class SentenceEmbeddings:
             if rest:
                 found.update(zip(rest, self._embed(rest)))
         return np.stack([found[t] for t in texts])
+
+    def _stored_or_embedded(self, texts: list[str]) -> dict[str, np.ndarray]:
+        stored = self.disk.get(texts) if self.disk is not None else {}
+        rest = [t for t in texts if t not in stored]
+        if rest:
+            fresh = dict(zip(rest, self._embed(rest)))
+            if self.disk is not None:
+                self.disk.put(fresh)
+            stored.update(fresh)
+        return stored
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         return embed_texts(self.embedder, texts, batch_size=64)

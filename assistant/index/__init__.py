@@ -28,12 +28,15 @@ from .cache import GET_PAGE, STATS_FILE, CacheMixin
 from .chunking import Chunker, chunk_metadata, content_hash, embedding_text, lexical_text
 from .chroma import (StoreError, StoreMismatch, StoreUnavailable, chroma_errors, is_unreachable,
                      open_chroma_client)
-from .store import SCHEMA_VERSION, Store, UpsertReport, iter_batches, paper_matches
+from .filtering import FilterIndex, Selection, paper_matches
+from .sentences import SENTENCES_FILE, SentenceVectors, paper_sentences
+from .store import SCHEMA_VERSION, Store, UpsertReport, iter_batches
 
 __all__ = [
     "GET_PAGE", "SCHEMA_VERSION", "STATS_FILE",
     "Bm25Index", "CacheMixin", "Chunker", "Store", "StoreError", "StoreMismatch", "StoreUnavailable",
     "UpsertReport", "chroma_errors", "is_unreachable",
     "chunk_metadata", "content_hash", "embedding_text", "iter_batches", "lexical_text",
-    "open_chroma_client", "paper_matches",
+    "open_chroma_client", "paper_matches", "FilterIndex", "Selection", "SENTENCES_FILE",
+    "SentenceVectors", "paper_sentences",
 ]

@@ -14,6 +14,7 @@ from ..stats import CorpusStats, fingerprint_of
 from ..types import Paper
 from .bm25 import Bm25Index
 from .chunking import lexical_text
+from .filtering import FilterIndex
 
 GET_PAGE = 2000  # rows fetched from Chroma per call when rebuilding caches
 STATS_FILE = "stats.json"  # in cache/: the corpus statistics, tagged with their revision
@@ -28,6 +29,7 @@ class CacheMixin:
         self._cache_revision = None
         self._bm25 = None
         self._papers = {}
+        self._filter_index = None
         self._stats = None
 
     def _ensure_cache(self, force: bool = False) -> None:
@@ -49,6 +51,7 @@ class CacheMixin:
             self._bm25 = Bm25Index.load(self.cache_dir)
             rows = json.loads((self.cache_dir / "papers.json").read_text())
             self._papers = {r["paper_id"]: Paper(**r) for r in rows}
+            self._filter_index = None
             self._stats = None
         except Exception:
             return False  # a damaged cache is rebuilt from Chroma, the source of truth
@@ -97,8 +100,18 @@ class CacheMixin:
         shutil.rmtree(self.cache_dir, ignore_errors=True)
         tmp.rename(self.cache_dir)
         self._bm25, self._papers, self._cache_revision = bm25, papers, revision
+        self._filter_index = None
         self._stats, self._stats_revision = stats, (revision if stats is not None else None)
 
+    def filter_index(self) -> FilterIndex:
+        """The paper table of the current revision as arrays, with each filter's selection
+        cached (built on the first filtered request of a revision)."""
+        with self._lock:
+            self._ensure_cache()
+            if self._filter_index is None:
+                assert self._bm25 is not None
+                self._filter_index = FilterIndex(self._papers, self._bm25.paper_ids)
+            return self._filter_index
 
     def corpus_stats(self) -> CorpusStats:
         """Document frequencies, authors and vocabulary of the current revision: the ones

@@ -24,6 +24,8 @@ from .bm25 import Bm25Index
 from .cache import CacheMixin
 from .chroma import StoreError, StoreMismatch, StoreUnavailable, chroma_errors, open_chroma_client  # noqa: F401
 from .chunking import Chunker, chunk_metadata, content_hash, embedding_text
+from .filtering import FilterIndex
+from .sentences import SENTENCES_FILE, SentenceVectors, paper_sentences
 
 SCHEMA_VERSION = 1
 
@@ -57,6 +59,7 @@ class _UpsertPlan:
     new_meta: list[dict] = field(default_factory=list)
     to_embed: list[str] = field(default_factory=list)
     # for the corpus statistics
+    changed_papers: list[Paper] = field(default_factory=list)  # with chunks to (re-)embed
     counted_before: list[Paper] = field(default_factory=list)
     counted_now: list[Paper] = field(default_factory=list)
 
@@ -77,11 +80,13 @@ class Store(CacheMixin):
         self._cache_revision: Optional[str] = None
         self._bm25: Optional[Bm25Index] = None
         self._papers: dict[str, Paper] = {}
+        self._filter_index: Optional[FilterIndex] = None
         self._stats: Optional[CorpusStats] = None
         self._stats_revision: Optional[str] = None
         # statistics kept up to date by the writes of an ingest, saved by finish_ingest
         self._ingest_stats: Optional[CorpusStats] = None
         self._local = threading.local()  # .depth: this thread is inside request()
+        self._sentence_vectors: Optional[SentenceVectors] = None
         if rebuild:  # `ingest --rebuild`: whatever model built the store, start it afresh
             self.delete_all()
         else:
@@ -165,6 +170,17 @@ class Store(CacheMixin):
         self.settings.store_dir.mkdir(parents=True, exist_ok=True)
         (self.settings.store_dir / "manifest.json").write_text(json.dumps(manifest, indent=2))
 
+    def sentence_vectors(self) -> Optional[SentenceVectors]:
+        """The title and sentence vectors kept beside the store (None: `sentence_vectors` is
+        "memory")."""
+        if self.settings.sentence_vectors == "memory":
+            return None
+        with self._lock:
+            if self._sentence_vectors is None:
+                self._sentence_vectors = SentenceVectors(
+                    self.settings.store_dir / SENTENCES_FILE, model_signature(self.settings))
+            return self._sentence_vectors
+
     # -- writing
     def upsert_papers(self, papers: list[Paper]) -> UpsertReport:
         """Add or replace papers. Unchanged chunks are not re-embedded; stale chunks go."""
@@ -202,6 +218,8 @@ class Store(CacheMixin):
                     plan.counted_before.append(before_paper)
                 plan.counted_now.append(paper)
             changed = self._plan_chunks(paper, plan)
+            if changed:
+                plan.changed_papers.append(paper)
             if paper.paper_id not in old_papers:
                 report.papers_new += 1
             elif changed:
@@ -245,6 +263,10 @@ class Store(CacheMixin):
             report.chunks_embedded = len(plan.new_ids)
             if not self._collection_meta().get("dim"):
                 self._set_meta(dim=int(vectors.shape[1]))
+        if plan.changed_papers and self.settings.sentence_vectors == "ingest":
+            texts = [t for p in plan.changed_papers for t in paper_sentences(p)]
+            self.sentence_vectors().ensure(
+                texts, lambda missing: embed_texts(self.embedder, missing, SENTENCE_BATCH))
 
     def finish_ingest(self) -> None:
         """Rebuild and persist the caches after writes, so the next reader starts fast."""
@@ -261,6 +283,8 @@ class Store(CacheMixin):
                            dim=0, revision=uuid.uuid4().hex)
             self._invalidate()
             self._ingest_stats = CorpusStats()
+            if self.sentence_vectors() is not None:
+                self.sentence_vectors().clear()
             shutil.rmtree(self.cache_dir, ignore_errors=True)
     # -- reading
     def bm25(self) -> Bm25Index:
@@ -275,23 +299,37 @@ class Store(CacheMixin):
     def paper(self, paper_id: str) -> Optional[Paper]:
         return self.papers().get(paper_id)
 
-    def allowed_papers(self, filters: Optional[Filters]) -> Optional[set[str]]:
-        """Paper ids that pass `filters`, or None when there is no filter."""
+    def allowed_papers(self, filters: Optional[Filters]) -> Optional[frozenset[str]]:
+        """Paper ids that pass `filters`, or None when there is no filter (cached per revision
+        and filter)."""
         if filters is None or filters.is_empty():
             return None
-        return {pid for pid, p in self.papers().items() if paper_matches(p, filters)}
+        return self.filter_index().select(filters).ids
 
     def dense_search(self, query_vector: np.ndarray, n: int,
-                     allowed: Optional[set[str]] = None) -> list[tuple[str, str, float, str]]:
-        """(chunk_id, paper_id, cosine similarity, chunk text), best first."""
+                     filters: Optional[Filters] = None) -> list[tuple[str, str, float, str]]:
+        """(chunk_id, paper_id, cosine similarity, chunk text), best first, of the chunks of
+        papers that pass `filters`."""
         self._ensure_cache()  # also picks up a collection re-created by another process
         count = self.collection.count()
-        if count == 0 or (allowed is not None and not allowed):
+        if count == 0:
             return []
-        if allowed is not None and len(allowed) > IN_LIMIT:
-            return self._dense_search_many(query_vector, n, allowed, count)
-        where = {"paper_id": {"$in": sorted(allowed)}} if allowed is not None else None
-        return self._dense_query(query_vector, min(n, count), where)
+        if filters is None or filters.is_empty():
+            return self._dense_query(query_vector, min(n, count), None)
+        selection = self.filter_index().select(filters)
+        if not selection.ids:
+            return []
+        if selection.share >= OVERFETCH_SHARE:
+            # most papers pass: the unfiltered neighbours, over-fetched and filtered here, are
+            # cheaper than any filter inside Chroma
+            fetch = min(count, int(n / selection.share * 3) + n)
+            hits = [h for h in self._dense_query(query_vector, fetch, None)
+                    if h[1] in selection.ids]
+            if len(hits) >= n or fetch >= count:
+                return hits[:n]
+        if selection.where is not None:  # category and years: Chroma's chunk metadata
+            return self._dense_query(query_vector, min(n, count), selection.where)
+        return self._dense_query_ids(query_vector, min(n, count), sorted(selection.ids))
 
     def _dense_query(self, query_vector: np.ndarray, n: int,
                      where: Optional[dict]) -> list[tuple[str, str, float, str]]:
@@ -303,22 +341,14 @@ class Store(CacheMixin):
             out.append((cid, meta["paper_id"], 1.0 - float(dist), doc))
         return out
 
-    def _dense_search_many(self, query_vector: np.ndarray, n: int, allowed: set[str],
-                           count: int) -> list[tuple[str, str, float, str]]:
-        """A filter that lets many papers through: one `$in` with them all would exceed
-        SQLite's limit on a statement's variables (32,766; seen at 100k papers) and is slow
-        long before. A filter passing a large share of the corpus: the unfiltered neighbours,
-        over-fetched and filtered here; a smaller one: `$in` in slices, merged by similarity."""
-        share = len(allowed) / max(1, len(self.papers()))
-        if share >= 0.2:
-            fetch = min(count, int(n / share * 3) + n)
-            hits = [h for h in self._dense_query(query_vector, fetch, None) if h[1] in allowed]
-            if len(hits) >= n or fetch >= count:
-                return hits[:n]
-        ids = sorted(allowed)
+    def _dense_query_ids(self, query_vector: np.ndarray, n: int,
+                         ids: list[str]) -> list[tuple[str, str, float, str]]:
+        """A filter Chroma's chunk metadata cannot say (authors): the allowed paper ids, in
+        slices of IN_LIMIT (one `$in` with them all can exceed SQLite's 32,766 variables per
+        statement), merged by similarity."""
         hits = []
         for start in range(0, len(ids), IN_LIMIT):
-            hits += self._dense_query(query_vector, min(n, count),
+            hits += self._dense_query(query_vector, n,
                                       {"paper_id": {"$in": ids[start:start + IN_LIMIT]}})
         hits.sort(key=lambda h: -h[2])
         return hits[:n]
@@ -368,26 +398,9 @@ class Store(CacheMixin):
                 "author_count": len(stats.authors), "year_min": year_min, "year_max": year_max}
 
 
-IN_LIMIT = 5000  # paper ids in one Chroma `$in` filter (see Store._dense_search_many)
-
-
-def paper_matches(paper: Paper, filters: Filters) -> bool:
-    if filters.categories:
-        cat = (paper.category or "").lower()
-        wanted = [c.lower() for c in filters.categories]
-        # a filter matches the exact category or its area ("Deep Learning" ⊃ "Deep Learning · Theory")
-        if not any(cat == w or cat.startswith(w + " ·") or w in [x.strip() for x in cat.split(",")]
-                   for w in wanted):
-            return False
-    if filters.authors:
-        names = [a.lower() for a in paper.authors]
-        if not any(w.lower() in n for w in filters.authors for n in names):
-            return False
-    if filters.year_min is not None and (paper.year is None or paper.year < filters.year_min):
-        return False
-    if filters.year_max is not None and (paper.year is None or paper.year > filters.year_max):
-        return False
-    return True
+IN_LIMIT = 5000  # paper ids in one Chroma `$in` filter (see Store._dense_query_ids)
+SENTENCE_BATCH = 64  # sentences are short: larger batches than chunks pay off
+OVERFETCH_SHARE = 0.2  # a filter passing this share of papers is applied to unfiltered results
 
 
 def iter_batches(items: Iterable, size: int):

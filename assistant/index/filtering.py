@@ -1,0 +1,132 @@
+"""Filters over one store revision: which papers a `Filters` lets through, read three ways.
+
+A filter selects papers by category (the exact category, or its area: "Deep Learning" takes
+"Deep Learning · Theory"; a comma-separated category matches any of its parts), by author (a
+case-insensitive substring of any author's name) and by a year range. For retrieval it is read as
+
+- the allowed paper ids (planning; the dense side when nothing else can express the filter),
+- a mask over the BM25 chunks,
+- a Chroma `where` on the chunk metadata (`category`, `year`), so the dense side filters where
+  the vectors are instead of sending thousands of ids; None when the filter names authors,
+  which chunk metadata does not hold.
+
+`FilterIndex` holds the paper table as arrays (one row per paper) so a filter is a few numpy
+comparisons instead of a Python test per paper, and caches each filter's selection: it is built
+for one store revision and dropped with the store's other caches when the revision changes.
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+import numpy as np
+
+from ..types import Filters, Paper
+
+CACHED_FILTERS = 64  # selections kept per revision (a page session reuses a handful)
+
+
+def category_matches(category: Optional[str], wanted: Iterable[str]) -> bool:
+    """The exact category, its area ("Deep Learning" ⊃ "Deep Learning · Theory"), or one part of a
+    comma-separated category; case-insensitive."""
+    cat = (category or "").lower()
+    parts = [x.strip() for x in cat.split(",")]
+    return any(cat == w or cat.startswith(w + " ·") or w in parts
+               for w in (w.lower() for w in wanted))
+
+
+def paper_matches(paper: Paper, filters: Filters) -> bool:
+    """Whether one paper passes `filters` (the reference reading; FilterIndex vectorises it)."""
+    if filters.categories and not category_matches(paper.category, filters.categories):
+        return False
+    if filters.authors:
+        names = [a.lower() for a in paper.authors]
+        if not any(w.lower() in n for w in filters.authors for n in names):
+            return False
+    if filters.year_min is not None and (paper.year is None or paper.year < filters.year_min):
+        return False
+    if filters.year_max is not None and (paper.year is None or paper.year > filters.year_max):
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What one filter lets through, in the forms retrieval uses."""
+
+    ids: frozenset[str]  # allowed paper ids
+    share: float  # allowed papers / all papers
+    where: Optional[dict]  # the same filter on Chroma's chunk metadata, if it can say it
+    chunk_mask: np.ndarray  # float32 per BM25 chunk: 1.0 where its paper is allowed
+
+
+class FilterIndex:
+    """The paper table of one revision as arrays, with each filter's selection cached."""
+
+    def __init__(self, papers: dict[str, Paper], chunk_paper_ids: Iterable[str]):
+        self.paper_ids = list(papers)
+        rows = list(papers.values())
+        self.years = np.array([np.nan if p.year is None else float(p.year) for p in rows])
+        self.categories = sorted({p.category for p in rows if p.category})
+        code = {c: i for i, c in enumerate(self.categories)}
+        self.category_codes = np.array([code.get(p.category, -1) for p in rows], dtype=np.int32)
+        # one string per paper; a substring of one name never spans the separator
+        self.authors = [" | ".join(a.lower() for a in p.authors) for p in rows]
+        position = {pid: i for i, pid in enumerate(self.paper_ids)}
+        # each BM25 chunk's paper row (-1: a chunk whose paper is not in the table)
+        self.chunk_rows = np.fromiter((position.get(pid, -1) for pid in chunk_paper_ids),
+                                      dtype=np.int64)
+        self._cache: OrderedDict[str, Selection] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def select(self, filters: Filters) -> Selection:
+        key = filters.model_dump_json()
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+        selection = self._select(filters)
+        with self._lock:
+            self._cache[key] = selection
+            while len(self._cache) > CACHED_FILTERS:
+                self._cache.popitem(last=False)
+        return selection
+
+    def _select(self, filters: Filters) -> Selection:
+        mask = np.ones(len(self.paper_ids), dtype=bool)
+        wanted_categories = [c for c in self.categories if category_matches(c, filters.categories)]
+        if filters.categories:
+            mask &= np.isin(self.category_codes,
+                            [self.categories.index(c) for c in wanted_categories])
+        if filters.authors:
+            wanted = [w.lower() for w in filters.authors]
+            mask &= np.fromiter((any(w in names for w in wanted) for names in self.authors),
+                                dtype=bool, count=len(self.authors))
+        with np.errstate(invalid="ignore"):  # a paper without a year fails any year bound
+            if filters.year_min is not None:
+                mask &= self.years >= filters.year_min
+            if filters.year_max is not None:
+                mask &= self.years <= filters.year_max
+        ids = frozenset(self.paper_ids[i] for i in np.flatnonzero(mask))
+        share = len(ids) / max(1, len(self.paper_ids))
+        chunk_mask = np.append(mask, False)[self.chunk_rows].astype(np.float32)  # row -1: False
+        return Selection(ids, share, chroma_where(filters, wanted_categories), chunk_mask)
+
+
+def chroma_where(filters: Filters, categories: list[str]) -> Optional[dict]:
+    """The filter on Chroma's chunk metadata: `categories` are the stored category values the
+    filter's categories match. None when it names authors (not in the chunk metadata)."""
+    if filters.authors:
+        return None
+    clauses: list[dict] = []
+    if filters.categories:
+        clauses.append({"category": {"$in": categories or ["\0none"]}})
+    if filters.year_min is not None:
+        clauses.append({"year": {"$gte": int(filters.year_min)}})
+    if filters.year_max is not None:
+        clauses.append({"year": {"$lte": int(filters.year_max)}})
+    if not clauses:
+        return None
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
