@@ -131,10 +131,11 @@ class Settings(BaseSettings):
     embed_threads: int = 0  # 0: onnxruntime decides (all cores)
 
     sentence_vectors: Literal["ingest", "on_use", "memory"] = Field(
-        "ingest", description="When the vectors of each paper's title and sentences (what "
-                              "answering compares with the question) are computed: at ingest, "
-                              "or the first time a question needs them; both keep them in "
-                              "sentences.sqlite in the store folder. `memory`: per process only.")
+        "on_use", description="When the vectors of each paper's title and sentences (what "
+                              "answering compares with the question) are computed: the first "
+                              "time a question needs them, or all at ingest (about as long again "
+                              "as embedding the chunks); both keep them in sentences.sqlite in "
+                              "the store folder. `memory`: per process only.")
 
     # -- chunking: windows of whole sentences that fit the embedding model's 256-token limit
     chunk_tokens: int = 200

@@ -141,7 +141,11 @@ def measure(pa: PaperAssistant, n_queries: int, seed: int,
     summaries = [f"Summarize the papers on {' '.join(t.split()[:4]).rstrip('.').lower()}."
                  for t in titles[: max(5, n_queries // 4)]]
     for case, items in (("question, no LLM", questions), ("summary, no LLM", summaries)):
-        split = timed_split(lambda q: planner.plan(q, [], None, None, None), items)
+        try:
+            split = timed_split(lambda q: planner.plan(q, [], None, None, None), items)
+        except Exception as exc:  # a failure is a result too: say it, measure the rest
+            print(f"plan {case}: failed: {type(exc).__name__}: {exc}")
+            continue
         p50, p95 = pct([t for t, _ in split])
         rows.append(("plan", case, p50, p95))
         # most of planning is embedding the candidates' sentences (cached between turns):
@@ -358,6 +362,8 @@ def main() -> int:
     ap.add_argument("--keep-sentences", action="store_true",
                     help="first embed and keep every paper's sentence vectors (what ingest does "
                          "with sentence_vectors=ingest), so planning reads them")
+    ap.add_argument("--no-stats", action="store_true",
+                    help="skip the corpus statistics' cost and the store's size")
     ap.add_argument("--search-only", action="store_true",
                     help="measure search only (no planning, statistics or store size)")
     ap.add_argument("--serve", action="store_true",
@@ -374,7 +380,7 @@ def main() -> int:
         n, seconds = keep_sentence_vectors(pa)
         print(f"sentence vectors kept beside the store: {n} texts embedded in {seconds:.0f} s")
     rows = measure(pa, args.queries, args.seed, args.search_only)
-    if args.search_only:
+    if args.search_only or args.no_stats:
         for what, case, p50, p95 in rows:
             print(f"{what:8s} {case:36s} {p50:9.1f} {p95:9.1f}")
         return 0

@@ -15,13 +15,24 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+# Gradio keeps files under $GRADIO_TEMP_DIR (else /tmp/gradio, left behind): the tests, and the
+# servers they start, use a folder of their own, removed when the session ends.
+GRADIO_TMP = tempfile.mkdtemp(prefix="paper-assistant-tests-gradio-")
+os.environ.setdefault("GRADIO_TEMP_DIR", GRADIO_TMP)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    shutil.rmtree(GRADIO_TMP, ignore_errors=True)
 
 from assistant.config import SEED_CORPUS, Settings  # noqa: E402
 from servers import free_port, start_process_server  # noqa: E402

@@ -641,9 +641,9 @@ def test_a_filter_selects_what_paper_matches_selects(dated_seed_store):
 
 def test_filtered_dense_search_is_the_filtered_ranking_by_every_path(dated_seed_store,
                                                                      monkeypatch):
-    """Whichever way a filter reaches Chroma (unfiltered results filtered here, the chunk
-    metadata `where`, `$in` slices of paper ids), the result is the ranking of all chunks by
-    similarity, keeping the allowed papers' chunks."""
+    """Whichever way a filter is applied (exact search over its chunks' vectors here, Chroma's
+    unfiltered results filtered here, the chunk metadata `where`, `$in` slices of paper ids),
+    the result is the ranking of all chunks by similarity, keeping the allowed papers' chunks."""
     import assistant.index.store as store_module
 
     store = dated_seed_store
@@ -652,7 +652,14 @@ def test_filtered_dense_search_is_the_filtered_ranking_by_every_path(dated_seed_
     for f in seed_filters(store):
         allowed = store.allowed_papers(f)
         expected = [h[0] for h in ranking if h[1] in allowed][:5]
-        for share, in_limit in ((0.2, 5000), (1.1, 5000), (1.1, 2)):
+        for local, share, in_limit in ((30_000, 0.1, 5000), (0, 0.0, 5000), (0, 1.1, 5000),
+                                       (0, 1.1, 2)):
+            monkeypatch.setattr(store_module, "LOCAL_CHUNKS", local)
             monkeypatch.setattr(store_module, "OVERFETCH_SHARE", share)
             monkeypatch.setattr(store_module, "IN_LIMIT", in_limit)
-            assert [h[0] for h in store.dense_search(vector, 5, f)] == expected, (f, share)
+            got = store.dense_search(vector, 5, f)
+            assert [h[0] for h in got] == expected, (f, local, share, in_limit)
+            assert [(h[1], h[3]) for h in got] == [(h[1], h[3]) for h in ranking
+                                                   if h[0] in expected]
+            assert [h[2] for h in got] == pytest.approx(
+                [h[2] for h in ranking if h[1] in allowed][:5], abs=1e-5)

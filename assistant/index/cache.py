@@ -110,7 +110,8 @@ class CacheMixin:
             self._ensure_cache()
             if self._filter_index is None:
                 assert self._bm25 is not None
-                self._filter_index = FilterIndex(self._papers, self._bm25.paper_ids)
+                self._filter_index = FilterIndex(self._papers, self._bm25.chunk_ids,
+                                                 self._bm25.paper_ids)
             return self._filter_index
 
     def corpus_stats(self) -> CorpusStats:

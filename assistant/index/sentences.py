@@ -2,8 +2,8 @@
 
 Answering compares the question with the sentences (and titles) of its candidate papers: the
 relevance judgement, the evidence chosen for the prompt, the citation check and table cells all
-do. Each sentence's vector is computed once, at ingest (`Settings.sentence_vectors = "ingest"`)
-or the first time a question needs it, and kept in `sentences.sqlite` in the store folder, keyed
+do. Each sentence's vector is computed once, the first time a question needs it (or at ingest,
+`Settings.sentence_vectors = "ingest"`), and kept in `sentences.sqlite` in the store folder, keyed
 by the text's hash and the embedding model; a later question, or a restarted server, reads it back.
 
 SQLite rather than Chroma: these are exact lookups by key, never a nearest-neighbour search, and
@@ -108,7 +108,8 @@ class SentenceVectors:
     def ensure(self, texts: Iterable[str], embed: Callable[[list[str]], np.ndarray]) -> int:
         """Embed and keep the texts that have no vector yet; how many were embedded."""
         unique = list(dict.fromkeys(texts))
-        missing = [t for t in unique if t not in self.get(unique)]
+        have = self.get(unique)
+        missing = [t for t in unique if t not in have]
         if missing:
             self.put(dict(zip(missing, embed(missing))))
         return len(missing)

@@ -21,7 +21,7 @@ from ..embed import embed_texts, make_embedder, model_signature
 from ..stats import CorpusStats, stats_key
 from ..types import Filters, Paper
 from .bm25 import Bm25Index
-from .cache import CacheMixin
+from .cache import GET_PAGE, CacheMixin
 from .chroma import StoreError, StoreMismatch, StoreUnavailable, chroma_errors, open_chroma_client  # noqa: F401
 from .chunking import Chunker, chunk_metadata, content_hash, embedding_text
 from .filtering import FilterIndex
@@ -309,19 +309,22 @@ class Store(CacheMixin):
     def dense_search(self, query_vector: np.ndarray, n: int,
                      filters: Optional[Filters] = None) -> list[tuple[str, str, float, str]]:
         """(chunk_id, paper_id, cosine similarity, chunk text), best first, of the chunks of
-        papers that pass `filters`."""
-        self._ensure_cache()  # also picks up a collection re-created by another process
-        count = self.collection.count()
+        papers that pass `filters`. A filter is applied where it costs least (measured at
+        100,000 papers in docs/benchmarks.md): a narrow one by exact search over its chunks'
+        vectors here, one passing a large share by filtering Chroma's unfiltered neighbours,
+        anything else by Chroma's metadata `where` (or paper ids for authors)."""
+        count = len(self.bm25().chunk_ids)  # the cached revision's; Chroma's count() costs ~30 ms
         if count == 0:
             return []
         if filters is None or filters.is_empty():
             return self._dense_query(query_vector, min(n, count), None)
-        selection = self.filter_index().select(filters)
+        index = self.filter_index()
+        selection = index.select(filters)
         if not selection.ids:
             return []
+        if index.chunk_count(filters) <= LOCAL_CHUNKS:
+            return self._dense_local(query_vector, n, index.vectors(filters, self._chunk_vectors))
         if selection.share >= OVERFETCH_SHARE:
-            # most papers pass: the unfiltered neighbours, over-fetched and filtered here, are
-            # cheaper than any filter inside Chroma
             fetch = min(count, int(n / selection.share * 3) + n)
             hits = [h for h in self._dense_query(query_vector, fetch, None)
                     if h[1] in selection.ids]
@@ -330,6 +333,30 @@ class Store(CacheMixin):
         if selection.where is not None:  # category and years: Chroma's chunk metadata
             return self._dense_query(query_vector, min(n, count), selection.where)
         return self._dense_query_ids(query_vector, min(n, count), sorted(selection.ids))
+
+    def _dense_local(self, query_vector: np.ndarray, n: int,
+                     allowed: tuple[list[str], list[str], np.ndarray]
+                     ) -> list[tuple[str, str, float, str]]:
+        """Exact cosine search over a filter's chunk vectors (FilterIndex.vectors)."""
+        ids, papers, matrix = allowed
+        if not ids:
+            return []
+        q = np.asarray(query_vector, dtype=np.float32)
+        sims = matrix @ (q / max(float(np.linalg.norm(q)), 1e-12))
+        top = np.argsort(-sims, kind="stable")[:n]
+        texts = self.chunk_texts([ids[i] for i in top])
+        return [(ids[i], papers[i], float(sims[i]), texts.get(ids[i], "")) for i in top]
+
+    def _chunk_vectors(self, chunk_ids: list[str]) -> np.ndarray:
+        vectors: dict[str, np.ndarray] = {}
+        for start in range(0, len(chunk_ids), GET_PAGE):
+            res = self.collection.get(ids=chunk_ids[start:start + GET_PAGE],
+                                      include=["embeddings"])
+            vectors.update(zip(res["ids"], res["embeddings"]))
+        dim = int(self._collection_meta().get("dim") or 0)
+        return np.stack([np.asarray(vectors[c], dtype=np.float32) if c in vectors
+                         else np.zeros(dim, dtype=np.float32) for c in chunk_ids]) \
+            if chunk_ids else np.zeros((0, dim), dtype=np.float32)
 
     def _dense_query(self, query_vector: np.ndarray, n: int,
                      where: Optional[dict]) -> list[tuple[str, str, float, str]]:
@@ -358,13 +385,15 @@ class Store(CacheMixin):
         dim = int(self._collection_meta().get("dim") or 0)
         if not paper_ids:
             return np.zeros((0, dim), dtype=np.float32)
-        res = self.collection.get(where={"paper_id": {"$in": list(paper_ids)}},
-                                  include=["embeddings", "metadatas"])
+        wanted = set(paper_ids)
+        bm25 = self.bm25()
+        # by chunk id, in pages: a `$in` of paper ids fails past SQLite's 32,766 variables
+        chunks = [(c, p) for c, p in zip(bm25.chunk_ids, bm25.paper_ids) if p in wanted]
+        vectors = self._chunk_vectors([c for c, _ in chunks])
         sums: dict[str, np.ndarray] = {}
-        for emb, meta in zip(res["embeddings"], res["metadatas"]):
-            v = np.asarray(emb, dtype=np.float32)
-            sums[meta["paper_id"]] = sums.get(meta["paper_id"], 0) + v
-        dim = dim or next((len(v) for v in sums.values()), 0)
+        for (_, pid), v in zip(chunks, vectors):
+            sums[pid] = sums.get(pid, 0) + v
+        dim = dim or vectors.shape[1]
         return np.stack([sums.get(pid, np.zeros(dim, dtype=np.float32)) for pid in paper_ids])
 
     def chunk_texts(self, chunk_ids: list[str]) -> dict[str, str]:
@@ -400,7 +429,8 @@ class Store(CacheMixin):
 
 IN_LIMIT = 5000  # paper ids in one Chroma `$in` filter (see Store._dense_query_ids)
 SENTENCE_BATCH = 64  # sentences are short: larger batches than chunks pay off
-OVERFETCH_SHARE = 0.2  # a filter passing this share of papers is applied to unfiltered results
+OVERFETCH_SHARE = 0.1  # a filter passing this share of papers is applied to unfiltered results
+LOCAL_CHUNKS = 30_000  # a filter allowing at most this many chunks is searched exactly here
 
 
 def iter_batches(items: Iterable, size: int):
