@@ -57,10 +57,11 @@ class Retriever:
             if allowed is not None and not allowed:
                 return []
             chunks: dict[str, ChunkScore] = {}
+            active = filters if allowed is not None else None  # None: no filter, or an empty one
             if mode in ("hybrid", "bm25"):
-                self._bm25_side(query, n, filters if allowed is not None else None, chunks)
+                self._bm25_side(query, n, active, chunks)
             if mode in ("hybrid", "dense"):
-                self._dense_side(query, n, filters if allowed is not None else None, chunks)
+                self._dense_side(query, n, active, chunks)
             return self._fuse(chunks, k, mode, alpha)
 
     def _bm25_side(self, query: str, n: int, filters: Optional[Filters],

@@ -158,15 +158,8 @@ def measure(pa: PaperAssistant, n_queries: int, seed: int,
 def keep_sentence_vectors(pa: PaperAssistant) -> tuple[int, float]:
     """What `sentence_vectors = "ingest"` does at ingest, for a store built without it (the
     derived stores, older stores): (texts embedded, seconds)."""
-    from assistant.embed import embed_texts
-    from assistant.index import paper_sentences
-    from assistant.index.store import SENTENCE_BATCH
-
-    store = pa.store
-    texts = [t for p in store.papers().values() for t in paper_sentences(p)]
     t0 = time.perf_counter()
-    n = store.sentence_vectors().ensure(
-        texts, lambda missing: embed_texts(store.embedder, missing, SENTENCE_BATCH))
+    n = pa.store.keep_sentence_vectors(pa.store.papers().values())
     return n, time.perf_counter() - t0
 
 

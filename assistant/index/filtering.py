@@ -61,6 +61,7 @@ class Selection:
     share: float  # allowed papers / all papers
     where: Optional[dict]  # the same filter on Chroma's chunk metadata, if it can say it
     chunk_mask: np.ndarray  # float32 per BM25 chunk: 1.0 where its paper is allowed
+    chunks: int  # allowed chunks (the mask's sum)
 
 
 class FilterIndex:
@@ -98,14 +99,12 @@ class FilterIndex:
                 self._cache.popitem(last=False)
         return selection
 
-    def chunk_count(self, filters: Filters) -> int:
-        return int(self.select(filters).chunk_mask.sum())
-
     def vectors(self, filters: Filters, fetch: Callable[[list[str]], np.ndarray]
                 ) -> tuple[list[str], list[str], np.ndarray]:
-        """The chunk ids a filter allows, their papers' ids and their unit vectors (from `fetch(ids)`), kept while
-        they fit in CACHED_VECTORS: a narrow filter is searched here exactly, in a millisecond,
-        where Chroma's filtered query takes a few hundred (its metadata lookup dominates)."""
+        """The chunk ids a filter allows, their papers' ids and their unit vectors (from
+        `fetch(ids)`), kept while they fit in CACHED_VECTORS: a narrow filter is searched here
+        exactly, in a millisecond, where Chroma's filtered query takes a few hundred (its
+        metadata lookup dominates)."""
         key = filters.model_dump_json()
         with self._lock:
             if key in self._vectors:
@@ -125,10 +124,10 @@ class FilterIndex:
 
     def _select(self, filters: Filters) -> Selection:
         mask = np.ones(len(self.paper_ids), dtype=bool)
-        wanted_categories = [c for c in self.categories if category_matches(c, filters.categories)]
+        codes = [i for i, c in enumerate(self.categories)
+                 if category_matches(c, filters.categories)] if filters.categories else []
         if filters.categories:
-            mask &= np.isin(self.category_codes,
-                            [self.categories.index(c) for c in wanted_categories])
+            mask &= np.isin(self.category_codes, codes)
         if filters.authors:
             wanted = [w.lower() for w in filters.authors]
             mask &= np.fromiter((any(w in names for w in wanted) for names in self.authors),
@@ -141,7 +140,8 @@ class FilterIndex:
         ids = frozenset(self.paper_ids[i] for i in np.flatnonzero(mask))
         share = len(ids) / max(1, len(self.paper_ids))
         chunk_mask = np.append(mask, False)[self.chunk_rows].astype(np.float32)  # row -1: False
-        return Selection(ids, share, chroma_where(filters, wanted_categories), chunk_mask)
+        where = chroma_where(filters, [self.categories[i] for i in codes])
+        return Selection(ids, share, where, chunk_mask, int(chunk_mask.sum()))
 
 
 def chroma_where(filters: Filters, categories: list[str]) -> Optional[dict]:

@@ -263,10 +263,18 @@ class Store(CacheMixin):
             report.chunks_embedded = len(plan.new_ids)
             if not self._collection_meta().get("dim"):
                 self._set_meta(dim=int(vectors.shape[1]))
-        if plan.changed_papers and self.settings.sentence_vectors == "ingest":
-            texts = [t for p in plan.changed_papers for t in paper_sentences(p)]
-            self.sentence_vectors().ensure(
-                texts, lambda missing: embed_texts(self.embedder, missing, SENTENCE_BATCH))
+        if self.settings.sentence_vectors == "ingest":
+            self.keep_sentence_vectors(plan.changed_papers)
+
+    def keep_sentence_vectors(self, papers: Iterable[Paper]) -> int:
+        """Embed and keep the title and sentence vectors of `papers` that are not kept yet (at
+        ingest with `sentence_vectors = "ingest"`); how many texts were embedded."""
+        kept = self.sentence_vectors()
+        texts = [t for p in papers for t in paper_sentences(p)]
+        if kept is None or not texts:
+            return 0
+        return kept.ensure(texts, lambda missing: embed_texts(self.embedder, missing,
+                                                              SENTENCE_BATCH))
 
     def finish_ingest(self) -> None:
         """Rebuild and persist the caches after writes, so the next reader starts fast."""
@@ -283,8 +291,9 @@ class Store(CacheMixin):
                            dim=0, revision=uuid.uuid4().hex)
             self._invalidate()
             self._ingest_stats = CorpusStats()
-            if self.sentence_vectors() is not None:
-                self.sentence_vectors().clear()
+            kept = self.sentence_vectors()
+            if kept is not None:
+                kept.clear()
             shutil.rmtree(self.cache_dir, ignore_errors=True)
     # -- reading
     def bm25(self) -> Bm25Index:
@@ -322,7 +331,7 @@ class Store(CacheMixin):
         selection = index.select(filters)
         if not selection.ids:
             return []
-        if index.chunk_count(filters) <= LOCAL_CHUNKS:
+        if selection.chunks <= LOCAL_CHUNKS:
             return self._dense_local(query_vector, n, index.vectors(filters, self._chunk_vectors))
         if selection.share >= OVERFETCH_SHARE:
             fetch = min(count, int(n / selection.share * 3) + n)
