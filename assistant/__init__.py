@@ -1,8 +1,9 @@
 """paper-assistant: answers questions about a collection of paper abstracts, with checked citations."""
+__version__ = "0.1.0"  # first, so modules imported below (the API's /v1/info) can read it
+
 from .config import PRESETS, Settings, load_settings
 from .library import PaperAssistant
 from .types import Answer, Chunk, Citation, Filters, Hit, Paper, Turn
 
 __all__ = ["PaperAssistant", "Settings", "load_settings", "PRESETS",
            "Answer", "Chunk", "Citation", "Filters", "Hit", "Paper", "Turn"]
-__version__ = "0.1.0"

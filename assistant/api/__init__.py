@@ -59,8 +59,10 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from .. import __version__
 from ..config import Settings
 from ..conversation import AnswerMemory, parse_mode
+from ..llm import backend_label
 from ..render import answer_meta, answer_payload, citations_json, hits_json, waiting_notice
 from ..types import Answer, Turn
 from .request import (ApiError, ChatRequest, OpenAIRoute, backend_error, parse_body,
@@ -138,7 +140,7 @@ def create_router(pa, api_key: Optional[str] = None, model_id: str = MODEL_ID) -
             papers = pa.stats()["papers"]
         except Exception as exc:  # noqa: BLE001 - a store that is down is a 503, as for answers
             raise backend_error(exc) from None
-        return {"object": "server", "service": SERVICE, "version": _version(),
+        return {"object": "server", "service": SERVICE, "version": __version__,
                 "model_id": model_id, "papers": papers, "answers_by": _answers_by(pa, limits),
                 **limits.identity()}
 
@@ -168,19 +170,11 @@ def create_router(pa, api_key: Optional[str] = None, model_id: str = MODEL_ID) -
     return router
 
 
-def _version() -> str:
-    from .. import __version__
-
-    return __version__
-
-
 def _answers_by(pa, settings: Settings) -> str:
     """The back end's label, as `chat` and the page's header show it."""
     label = getattr(pa, "backend_label", None)
     if callable(label):
         return label()
-    from ..llm import backend_label
-
     return backend_label(settings)
 
 

@@ -25,6 +25,7 @@ import gradio as gr
 
 from .. import conversation
 from ..conversation import InputError
+from ..corpus import CorpusError
 from ..export import bibtex_entries, table_csv
 from ..render import answer_markdown, answer_payload, waiting_notice
 from ..transcript import (BROWSER_COPY_UNREADABLE, RESTORED, Exchange, Transcript,
@@ -358,8 +359,6 @@ class PageHandlers:
             return {p.upload_status: '<span class="err">Choose a corpus file first.</span>'}
         path = Path(file if isinstance(file, str) else getattr(file, "name", file))
         before = self.stats().get("papers", 0)
-        from ..corpus import CorpusError
-
         try:
             reports = self.pa.ingest([path], progress_factory=_progress_factory(progress, path.name),
                                      background_map=True)
