@@ -73,7 +73,7 @@ browser:
 	  else echo "install Debian's chromium (sudo apt-get install chromium) for the browser tests"; fi; }
 
 test: install browser
-	$(PY) -m pytest -q -ra
+	$(PY) -m pytest -q -ra --durations=25
 
 test-fast: install
 	$(PY) -m pytest -q -ra -m "not slow and not browser"

@@ -12,6 +12,7 @@ from assistant.corpus import read_papers
 from assistant.embed import MINILM_MAX_TOKENS, count_tokens
 from assistant.index import (SCHEMA_VERSION, STATS_FILE, Chunker, Store, StoreMismatch,
                              content_hash, embedding_text, lexical_text, paper_matches)
+from assistant.index.papers import PAPERS_FILE, PaperTable
 from assistant.ingest import ingest_paths
 from assistant.library import PaperAssistant
 from assistant.retrieve import Retriever
@@ -281,7 +282,7 @@ def test_bm25_cache_follows_updates_and_is_reloaded_by_a_new_store(tmp_path, mon
     writer.finish_ingest()
     tag = settings.store_dir / "cache" / "revision"
     assert tag.read_text().strip() == writer.revision() != ""
-    assert (settings.store_dir / "cache" / "papers.json").exists()
+    assert (settings.store_dir / "cache" / PAPERS_FILE).exists()
 
     # a reader opened now loads the cache files; it must not rebuild from Chroma
     def no_rebuild(self, revision):
@@ -323,8 +324,54 @@ def test_stale_or_damaged_cache_is_rebuilt(tmp_path):
     tag.write_text("not-the-revision")
     assert Store(settings).bm25().scores("malicious").max() > 0
     assert tag.read_text().strip() == store.revision()
-    (settings.store_dir / "cache" / "papers.json").write_text("{broken")
+    (settings.store_dir / "cache" / PAPERS_FILE).write_text("{broken")
     assert len(Store(settings).papers()) == 3
+
+
+def test_paper_table_reads_papers_on_demand_and_in_order(tmp_path):
+    papers = tiny_papers()
+    PaperTable.write(tmp_path / PAPERS_FILE, papers)
+    table = PaperTable.open(tmp_path / PAPERS_FILE)
+    assert list(table) == [p.paper_id for p in papers] and len(table) == 3
+    assert [p.model_dump() for p in table.values()] == [p.model_dump() for p in papers]
+    assert dict(table.items()) == {p.paper_id: p for p in papers}
+    assert list(table.titles()) == [(p.paper_id, p.title) for p in papers]
+    assert [f[0] for f in table.facets()] == [p.paper_id for p in papers]
+    assert [(f[1], f[2], f[3]) for f in table.facets()] == [(p.year, p.category, p.authors) for p in papers]
+    assert table["p-graph"] == papers[1] and table.get("nope") is None and "nope" not in table
+    with pytest.raises(KeyError):
+        table["nope"]
+    assert len(PaperTable.empty()) == 0 and list(PaperTable.empty().facets()) == []
+
+
+def test_a_cache_from_before_the_paper_table_is_converted_not_rebuilt(tmp_path, monkeypatch):
+    settings = small_settings(tmp_path / "store")
+    store = Store(settings)
+    store.upsert_papers(tiny_papers())
+    store.finish_ingest()
+    cache = settings.store_dir / "cache"
+    (cache / "papers.json").write_text(json.dumps([p.model_dump() for p in store.papers().values()]))
+    (cache / PAPERS_FILE).unlink()
+
+    def no_rebuild(self, revision):
+        raise AssertionError("rebuilt from Chroma although papers.json was current")
+
+    monkeypatch.setattr(Store, "_rebuild_cache", no_rebuild)
+    assert sorted(Store(settings).papers()) == ["p-fl", "p-graph", "p-long"]
+    assert (cache / PAPERS_FILE).exists() and not (cache / "papers.json").exists()
+
+
+def test_a_reader_keeps_its_paper_table_while_a_writer_replaces_the_cache(tmp_path):
+    settings = small_settings(tmp_path / "store")
+    store = Store(settings)
+    store.upsert_papers(tiny_papers())
+    store.finish_ingest()
+    held = Store(settings).papers()  # a request's table of the old revision
+    changed = tiny_papers()[1].model_copy(update={"abstract": "Wombatronic graph kernels."})
+    store.upsert_papers([changed])
+    store.finish_ingest()
+    assert store.paper("p-graph").abstract == changed.abstract
+    assert held["p-long"].paper_id == "p-long"  # the old, unlinked file still reads
 
 
 # ----------------------------------------------------------------------------- manifest

@@ -20,14 +20,14 @@ def names_paper(target: str, paper: Paper) -> bool:
     return any(normalise(n) in text for n in names)
 
 
-def names_title(name: str, paper: Paper) -> bool:
-    """Does `name` name this paper: its title, the head of its title ("Verbalized Sampling" for
-    "Verbalized Sampling (VS): simple, …") or a distinctive token of its title ("DualGraph")?
-    Stricter than `title_names`: a label derived from an abstract often starts with a topic
-    ("Causal inference typically assumes …"), and a topic is not a name."""
+def names_title(name: str, paper_title: str) -> bool:
+    """Does `name` name the paper titled `paper_title`: the title, its head ("Verbalized
+    Sampling" for "Verbalized Sampling (VS): simple, …") or a distinctive token of it
+    ("DualGraph")? Stricter than `title_names`: a label derived from an abstract often starts
+    with a topic ("Causal inference typically assumes …"), and a topic is not a name."""
     t = " ".join(normalise(name).split())
-    title = " ".join(normalise(paper.title).split())
-    head = re.split(r"[:—–(]| - ", paper.title)[0]
+    title = " ".join(normalise(paper_title).split())
+    head = re.split(r"[:—–(]| - ", paper_title)[0]
     if t and t in (title, " ".join(normalise(head).split())):
         return True
     tokens = distinctive_tokens(name)

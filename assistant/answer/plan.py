@@ -452,9 +452,10 @@ class Planner:
         if not target:
             shown = self._last_shown(history)
             return (shown[0], "") if len(shown) == 1 else (None, "")
-        titled = [p for p in self.store.papers().values() if names_title(target, p)]
-        if titled:
-            return titled[0], ""
+        papers = self.store.papers()
+        titled = next((pid for pid, title in papers.titles() if names_title(target, title)), None)
+        if titled is not None:
+            return papers[titled], ""
         options, _ = self._side_options(target, filters)
         found = options[0].paper if options else None
         return found, "" if found else target
@@ -534,11 +535,12 @@ class Planner:
     def _named_papers(self, sides: list[str]) -> list[Paper]:
         """"Top-W, Verbalized Sampling and DualGraph": the papers whose titles the sides name,
         when every side names one (else the topic is a topic)."""
-        papers = list(self.store.papers().values())
-        found = [next((p for p in papers if names_title(side, p)), None) for side in sides]
+        papers = self.store.papers()
+        titles = list(papers.titles())
+        found = [next((pid for pid, title in titles if names_title(side, title)), None) for side in sides]
         if not sides or not all(found):
             return []
-        return list({p.paper_id: p for p in found}.values())
+        return [papers[pid] for pid in dict.fromkeys(found)]
 
 
 def scoped(filters: Optional[Filters], q: Query) -> Optional[Filters]:

@@ -15,6 +15,7 @@ from ..types import Paper
 from .bm25 import Bm25Index
 from .chunking import lexical_text
 from .filtering import FilterIndex
+from .papers import PAPERS_FILE, PaperTable
 
 GET_PAGE = 2000  # rows fetched from Chroma per call when rebuilding caches
 STATS_FILE = "stats.json"  # in cache/: the corpus statistics, tagged with their revision
@@ -28,7 +29,7 @@ class CacheMixin:
     def _invalidate(self) -> None:
         self._cache_revision = None
         self._bm25 = None
-        self._papers = {}
+        self._papers = PaperTable.empty()
         self._filter_index = None
         self._stats = None
 
@@ -49,8 +50,7 @@ class CacheMixin:
             return False
         try:
             self._bm25 = Bm25Index.load(self.cache_dir)
-            rows = json.loads((self.cache_dir / "papers.json").read_text())
-            self._papers = {r["paper_id"]: Paper(**r) for r in rows}
+            self._papers = self._open_paper_table()
             self._filter_index = None
             self._stats = None
         except Exception:
@@ -94,14 +94,24 @@ class CacheMixin:
         bm25.save(tmp)
         if stats is not None:
             stats.save(tmp / STATS_FILE, revision=revision)
-        (tmp / "papers.json").write_text(json.dumps(
-            [p.model_dump() for p in papers.values()], ensure_ascii=False))
+        PaperTable.write(tmp / PAPERS_FILE, papers.values())
         (tmp / "revision").write_text(revision)
         shutil.rmtree(self.cache_dir, ignore_errors=True)
         tmp.rename(self.cache_dir)
-        self._bm25, self._papers, self._cache_revision = bm25, papers, revision
+        self._bm25, self._cache_revision = bm25, revision
+        self._papers = PaperTable.open(self.cache_dir / PAPERS_FILE)
         self._filter_index = None
         self._stats, self._stats_revision = stats, (revision if stats is not None else None)
+
+    def _open_paper_table(self) -> PaperTable:
+        """The cached paper table; a cache from before the table was kept in SQLite (its
+        papers.json) is converted once instead of rebuilding everything from Chroma."""
+        path, old = self.cache_dir / PAPERS_FILE, self.cache_dir / "papers.json"
+        if not path.exists() and old.exists():
+            rows = json.loads(old.read_text())
+            PaperTable.write(path, (Paper(**r) for r in rows))
+            old.unlink()
+        return PaperTable.open(path)
 
     def filter_index(self) -> FilterIndex:
         """The paper table of the current revision as arrays, with each filter's selection
@@ -110,7 +120,7 @@ class CacheMixin:
             self._ensure_cache()
             if self._filter_index is None:
                 assert self._bm25 is not None
-                self._filter_index = FilterIndex(self._papers, self._bm25.chunk_ids,
+                self._filter_index = FilterIndex(self._papers.facets(), self._bm25.chunk_ids,
                                                  self._bm25.paper_ids)
             return self._filter_index
 

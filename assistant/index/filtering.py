@@ -67,16 +67,17 @@ class Selection:
 class FilterIndex:
     """The paper table of one revision as arrays, with each filter's selection cached."""
 
-    def __init__(self, papers: dict[str, Paper], chunk_ids: list[str],
-                 chunk_paper_ids: Iterable[str]):
-        self.paper_ids = list(papers)
-        rows = list(papers.values())
-        self.years = np.array([np.nan if p.year is None else float(p.year) for p in rows])
-        self.categories = sorted({p.category for p in rows if p.category})
+    def __init__(self, facets: Iterable[tuple[str, Optional[int], Optional[str], list[str]]],
+                 chunk_ids: list[str], chunk_paper_ids: Iterable[str]):
+        """`facets`: (paper id, year, category, authors) per paper (PaperTable.facets())."""
+        rows = list(facets)
+        self.paper_ids = [r[0] for r in rows]
+        self.years = np.array([np.nan if r[1] is None else float(r[1]) for r in rows])
+        self.categories = sorted({r[2] for r in rows if r[2]})
         code = {c: i for i, c in enumerate(self.categories)}
-        self.category_codes = np.array([code.get(p.category, -1) for p in rows], dtype=np.int32)
+        self.category_codes = np.array([code.get(r[2], -1) for r in rows], dtype=np.int32)
         # one string per paper; a substring of one name never spans the separator
-        self.authors = [" | ".join(a.lower() for a in p.authors) for p in rows]
+        self.authors = [" | ".join(a.lower() for a in r[3]) for r in rows]
         position = {pid: i for i, pid in enumerate(self.paper_ids)}
         # each BM25 chunk's paper row (-1: a chunk whose paper is not in the table)
         self.chunk_rows = np.fromiter((position.get(pid, -1) for pid in chunk_paper_ids),

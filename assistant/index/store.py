@@ -25,6 +25,7 @@ from .cache import GET_PAGE, CacheMixin
 from .chroma import StoreError, StoreMismatch, StoreUnavailable, chroma_errors, open_chroma_client  # noqa: F401
 from .chunking import Chunker, chunk_metadata, content_hash, embedding_text
 from .filtering import FilterIndex
+from .papers import PaperTable
 from .sentences import SENTENCES_FILE, SentenceVectors, paper_sentences
 
 SCHEMA_VERSION = 1
@@ -79,7 +80,7 @@ class Store(CacheMixin):
         self._lock = threading.RLock()
         self._cache_revision: Optional[str] = None
         self._bm25: Optional[Bm25Index] = None
-        self._papers: dict[str, Paper] = {}
+        self._papers = PaperTable.empty()
         self._filter_index: Optional[FilterIndex] = None
         self._stats: Optional[CorpusStats] = None
         self._stats_revision: Optional[str] = None
@@ -301,7 +302,7 @@ class Store(CacheMixin):
         assert self._bm25 is not None
         return self._bm25
 
-    def papers(self) -> dict[str, Paper]:
+    def papers(self) -> PaperTable:
         self._ensure_cache()
         return self._papers
 
