@@ -257,7 +257,7 @@ def map_command(as_json: JsonOpt = False,
     with friendly_errors():
         cmap = pa.collection_map(rebuild=rebuild)
         if out_html is not None:
-            from .ui.map_tab import standalone_html
+            from .ui.map_tab import standalone_html  # Gradio's seconds of import, only for --out
 
             view = cmap.view(pa.store.papers(), pa.settings.map_max_points)
             out_html.write_text(standalone_html(view, pa.settings.map_max_points), encoding="utf-8")
@@ -545,7 +545,7 @@ def serve(
     """Serve the chat page and the OpenAI-compatible API (http://127.0.0.1:7860/ by default).
 
     Indexes the bundled demo corpus first when the store is empty."""
-    from .server import ServeError, serve as run_server
+    from .server import ServeError, serve as run_server  # the web stack: only `serve` needs it
 
     pa = make_assistant(store, chroma_url, preset, backend, model_path, llm_server_parallel=parallel)
     try:

@@ -22,6 +22,12 @@ it faithfully. Queries and planning always use the normal tokenizer. Then, on th
   every paper (what each new store revision cost per reader before they were saved);
 - the store's size on disk (Chroma, and the cache folder: BM25, paper table, statistics).
 
+`--chroma-url URL`: the same measurements with Chroma as a server (the distributed path), the
+store's vectors read over HTTP; the store folder keeps only the caches (BM25, paper table,
+statistics, sentence vectors). Serve the store's own folder:
+`chroma run --path benchmarks/.stores/scale-100000-derived --port 8123`, then
+`scale.py --papers 10000 --derive 100000 --chroma-url http://127.0.0.1:8123 --search-only`.
+
 `--simulate N` (cheap, in memory, no Chroma): the in-memory parts that grow with the corpus
 (BM25 scores, a filter's mask over chunks, building vs loading the statistics) measured on the
 real papers repeated until N (copies get new ids; their text is the same, so vocabulary does
@@ -359,6 +365,8 @@ def main() -> int:
                     help="skip the corpus statistics' cost and the store's size")
     ap.add_argument("--search-only", action="store_true",
                     help="measure search only (no planning, statistics or store size)")
+    ap.add_argument("--chroma-url", default=None,
+                    help="measure through a Chroma server serving the store's folder (after --derive)")
     ap.add_argument("--serve", action="store_true",
                     help="also: serve's start until the page answers, and its peak RSS with the "
                          "local model loaded (one answer)")
@@ -368,7 +376,12 @@ def main() -> int:
     if args.derive:
         del pa
         store = derive_store(store, args.derive, STORES / f"scale-{args.derive}-derived")
-        pa, built = PaperAssistant(load_settings(store_dir=store, llm_backend="none")), None
+        pa, built = None, None
+    if args.chroma_url:  # only the server opens the store's Chroma files from here on
+        pa = PaperAssistant(load_settings(store_dir=store, llm_backend="none", chroma_url=args.chroma_url))
+        print(f"through the Chroma server at {args.chroma_url}: {pa.stats()['chunks']} chunks")
+    elif pa is None:
+        pa = PaperAssistant(load_settings(store_dir=store, llm_backend="none"))
     if args.keep_sentences:
         n, seconds = keep_sentence_vectors(pa)
         print(f"sentence vectors kept beside the store: {n} texts embedded in {seconds:.0f} s")
