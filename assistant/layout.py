@@ -2,7 +2,7 @@
 together, and the groups the reader sees on it.
 
     xy = tsne_2d(vectors, init=pca_xy, seed=0, threads=2, progress=lambda done: ...)
-    groups = kmeans_2d(xy, k=12)
+    groups = connected_groups(vectors, xy, k=12)
 
 t-SNE keeps each paper's nearest papers next to it, which a linear projection (PCA) cannot do
 with 384 dimensions in two; distances between far-apart groups mean little. The steps:
@@ -21,15 +21,18 @@ trade-offs behind these constants are in docs/benchmarks.md (`benchmarks/map.py 
 """
 from __future__ import annotations
 
+import warnings
 from typing import Callable, Optional
 
 import numpy as np
 
-try:  # optional: without it the map is a PCA projection
+try:  # optional: without it the map is a PCA projection (scikit-learn comes with openTSNE)
     from openTSNE import TSNEEmbedding
     from openTSNE.affinity import PerplexityBasedNN
     from openTSNE.initialization import rescale
     from openTSNE.nearest_neighbors import Annoy, PrecomputedNeighbors
+    from sklearn.cluster import AgglomerativeClustering
+    from sklearn.neighbors import KNeighborsClassifier, kneighbors_graph
     TSNE_AVAILABLE = True
 except ImportError:  # pragma: no cover - exercised by monkeypatching TSNE_AVAILABLE
     TSNE_AVAILABLE = False
@@ -112,58 +115,32 @@ def _reporter(report: Callable[[float], None], before: int, total: int):
 
 
 # ---------------------------------------------------------------------- groups on the map
-KMEANS_FIT_MAX = 20000  # centres fitted on at most this many points (seeded sample)
-KMEANS_ITERATIONS = 100
-KMEANS_STARTS = 4  # k-means++ starts; the one with the least spread wins
+WARD_MAX_PAPERS = 20000  # papers Ward's method groups (~6 s); the others take their neighbours' group
+MAP_NEIGHBOURS = 10  # a group grows only through each paper's nearest points on the map
 
 
-def kmeans_2d(xy: np.ndarray, k: int, seed: int = 0) -> np.ndarray:
-    """The group of each point: Euclidean k-means on the map's own coordinates, so a theme is a
-    region the reader sees, not a group found in 384 dimensions and scattered on the picture.
-    Best of KMEANS_STARTS seeded k-means++ starts; groups numbered by size, largest first."""
+def connected_groups(vectors: np.ndarray, xy: np.ndarray, k: int, seed: int = 0) -> np.ndarray:
+    """The group of each paper: Ward's clustering of the paper vectors, merging only groups that
+    touch on the map (scikit-learn's connectivity constraint over each point's MAP_NEIGHBOURS
+    nearest points), so a theme is one region the reader sees and also papers about one thing.
+    k-means on the map's points mixes topics that happen to lie side by side, k-means on the
+    vectors scatters a theme over the picture (measured with blind readers in
+    docs/benchmarks.md). Beyond WARD_MAX_PAPERS papers (Ward takes ~40 s at 100,000) a seeded
+    sample is grouped and every other paper takes the group most of its nearest sampled points
+    on the map have. Deterministic; groups numbered by size, largest first."""
     n = len(xy)
     if k <= 1 or n <= k:
         return np.zeros(n, dtype=np.int16) if k <= 1 else np.arange(n, dtype=np.int16)
     rng = np.random.default_rng(seed)
-    fit = xy if n <= KMEANS_FIT_MAX else xy[np.sort(rng.choice(n, KMEANS_FIT_MAX, replace=False))]
-    fit = fit.astype(np.float64)
-    best, best_spread = None, np.inf
-    for _ in range(KMEANS_STARTS):
-        centres = _lloyd(fit, _plus_plus(fit, k, rng))
-        spread = float(_sq_dist(fit, centres).min(axis=1).sum())
-        if spread < best_spread:
-            best, best_spread = centres, spread
-    labels = _sq_dist(xy.astype(np.float64), best).argmin(axis=1)
+    fit = np.arange(n) if n <= WARD_MAX_PAPERS else np.sort(rng.choice(n, WARD_MAX_PAPERS, replace=False))
+    graph = kneighbors_graph(xy[fit], min(MAP_NEIGHBOURS, len(fit) - 1), include_self=False)
+    with warnings.catch_warnings():  # islands on the map: scikit-learn joins them, and says so
+        warnings.filterwarnings("ignore", message="the number of connected components")
+        labels = AgglomerativeClustering(n_clusters=k, connectivity=graph,
+                                         linkage="ward").fit_predict(vectors[fit])
+    if len(fit) < n:
+        labels = KNeighborsClassifier(MAP_NEIGHBOURS).fit(xy[fit], labels).predict(xy)
     sizes = np.bincount(labels, minlength=k)
     rank = np.empty(k, dtype=np.int64)
     rank[sorted(range(k), key=lambda j: (-sizes[j], j))] = np.arange(k)
     return rank[labels].astype(np.int16)
-
-
-def _sq_dist(points: np.ndarray, centres: np.ndarray) -> np.ndarray:
-    return ((points[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2)
-
-
-def _plus_plus(points: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
-    """k-means++ seeding: each next centre drawn with probability ∝ squared distance."""
-    centres = [points[rng.integers(len(points))]]
-    d = ((points - centres[0]) ** 2).sum(axis=1)
-    for _ in range(1, k):
-        p = d / d.sum() if d.sum() > 0 else np.full(len(points), 1 / len(points))
-        centres.append(points[rng.choice(len(points), p=p)])
-        d = np.minimum(d, ((points - centres[-1]) ** 2).sum(axis=1))
-    return np.stack(centres)
-
-
-def _lloyd(points: np.ndarray, centres: np.ndarray) -> np.ndarray:
-    labels = None
-    for _ in range(KMEANS_ITERATIONS):
-        new = _sq_dist(points, centres).argmin(axis=1)
-        if labels is not None and np.array_equal(new, labels):
-            break
-        labels = new
-        for j in range(len(centres)):
-            members = points[labels == j]
-            if len(members):
-                centres[j] = members.mean(axis=0)
-    return centres

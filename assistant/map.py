@@ -45,7 +45,7 @@ from .answer.themes import kmeans, target_groups
 from .map_labels import name_groups
 from .types import Paper
 
-MAP_FORMAT = 2  # of the cached files; another is rebuilt (2: t-SNE layout, c-TF-IDF names)
+MAP_FORMAT = 3  # of the cached files; another is rebuilt (3: t-SNE layout, connected themes, c-TF-IDF names)
 GET_PAGE = 5000  # chunk rows fetched from Chroma per call
 POWER_ITERATIONS = 60  # block power iterations of the PCA (converged to ~1e-6 on MiniLM vectors)
 TSNE_MIN_PAPERS = 50  # fewer: PCA (t-SNE needs ~3 × perplexity neighbours per paper to place it)
@@ -289,10 +289,11 @@ def lay_out(vectors: np.ndarray, method: str, seed: int = 0, threads: int = 2,
 
 
 def group(vectors: np.ndarray, xy: np.ndarray, method: str, k: int, seed: int = 0) -> np.ndarray:
-    """The theme of each paper: regions of a t-SNE map (k-means on its coordinates); on a PCA
-    map, whose axes mix unrelated papers, groups of the full vectors (spherical k-means)."""
+    """The theme of each paper: on a t-SNE map, groups of the vectors that are also regions of
+    the map (layout.connected_groups); on a PCA map, whose axes mix unrelated papers, groups of
+    the full vectors (spherical k-means)."""
     if method == "tsne":
-        return layout.kmeans_2d(xy, k, seed)
+        return layout.connected_groups(vectors, xy, k, seed)
     return kmeans(vectors, k, seed)
 
 

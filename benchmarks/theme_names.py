@@ -11,8 +11,8 @@ name's phrases) and map contiguity (share of each paper's 10 nearest papers on t
 in its theme). The store is benchmarks/.stores/<corpus> (corpora.open_corpus: ingested if
 empty); its map is built or loaded as the product does (PaperAssistant.collection_map).
 `--grouping 384d` regroups the same papers by spherical k-means on their 384-d vectors (as
-many themes) and names them the same way: the alternative to the map's regions of its t-SNE
-layout.
+many themes) and names them the same way: groups of the vectors alone, without the map's
+connectivity constraint (layout.connected_groups).
 """
 from __future__ import annotations
 

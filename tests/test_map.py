@@ -162,7 +162,7 @@ def real_titles():
     return vec / np.linalg.norm(vec, axis=1, keepdims=True)
 
 
-def test_tsne_layout_is_deterministic_and_keeps_neighbours_better_than_pca(real_titles):
+def test_tsne_layout_is_deterministic_and_keeps_neighbours_better_than_pca(real_titles, monkeypatch):
     from sklearn.manifold import trustworthiness
 
     assert layout_method(len(real_titles), "tsne") == "tsne"
@@ -174,12 +174,17 @@ def test_tsne_layout_is_deterministic_and_keeps_neighbours_better_than_pca(real_
     tw_tsne = trustworthiness(real_titles, xy, n_neighbors=10, metric="cosine")
     tw_pca = trustworthiness(real_titles, flat, n_neighbors=10, metric="cosine")
     assert tw_tsne >= 0.85 and tw_tsne >= tw_pca + 0.05, (tw_tsne, tw_pca)
-    # themes are regions of the map: each paper's theme is the one of the nearest centre
-    groups = layout.kmeans_2d(xy, 6)
-    assert groups.tolist() == layout.kmeans_2d(xy, 6).tolist()
+    # themes are regions of the map: most of a paper's nearest points on the map share its
+    # theme, far more than for groups of the vectors alone; and they are deterministic
+    groups = layout.connected_groups(real_titles, xy, 6)
+    assert groups.tolist() == layout.connected_groups(real_titles, xy, 6).tolist()
     assert sorted(np.bincount(groups), reverse=True) == np.bincount(groups).tolist()
-    centres = np.stack([xy[groups == g].mean(axis=0) for g in range(6)])
-    assert (np.argmin(((xy[:, None] - centres[None]) ** 2).sum(axis=2), axis=1) == groups).all()
+    assert len(set(groups.tolist())) == 6
+    assert contiguity(groups, xy) >= 0.85 and contiguity(groups, xy) > contiguity(kmeans(real_titles, 6), xy)
+    # a large collection: a sample is grouped, the rest take their map neighbours' theme
+    monkeypatch.setattr(layout, "WARD_MAX_PAPERS", 120)
+    sampled = layout.connected_groups(real_titles, xy, 6)
+    assert len(sampled) == 300 and len(set(sampled.tolist())) == 6 and contiguity(sampled, xy) >= 0.85
 
 
 def test_tiny_or_tsne_less_collections_fall_back_to_pca(pa, monkeypatch):
@@ -551,3 +556,10 @@ def test_the_map_module_imports_first():
 
     proc = subprocess.run([sys.executable, "-c", "import assistant.map"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def contiguity(groups: np.ndarray, xy: np.ndarray, k: int = 10) -> float:
+    """Share of each point's k nearest points on the map that are in its group."""
+    d = ((xy[:, None] - xy[None]) ** 2).sum(axis=2)
+    near = np.argsort(d, axis=1)[:, 1:k + 1]
+    return float((groups[near] == groups[:, None]).mean())
