@@ -257,15 +257,16 @@ class Planner:
         them, grouped as a summary's are. Beyond: k-means themes of all of them (the collection
         map's clustering, on the stored paper vectors), each shown by its `overview_per_theme`
         most central papers and named from its `overview_name_papers` most central."""
-        papers = [self.store.paper(i) for i in ids]
         if len(ids) <= self.policy.summary_max:
-            grouped = self._themes(papers, scope)
+            grouped = self._themes([self.store.paper(i) for i in ids], scope)
             return grouped, [len(t.papers) for t in grouped]
         vectors = self.store.paper_vectors(ids)
         vectors = vectors / (np.linalg.norm(vectors, axis=1, keepdims=True) + 1e-9)
         groups = kmeans(vectors, target_groups(len(ids), self.settings.max_themes))
         core_size = self.settings.overview_name_papers
-        cores = [[papers[r] for r in central(vectors, np.flatnonzero(groups == g), core_size).tolist()]
+        # only the papers shown and named are read (the paper table is on disk)
+        cores = [[self.store.paper(ids[r])
+                  for r in central(vectors, np.flatnonzero(groups == g), core_size).tolist()]
                  for g in range(int(groups.max()) + 1)]
         stats, share = self.store.corpus_stats(), self.settings.overview_name_share
         named = [Theme(theme_name(core, [p for other in cores if other is not core for p in other],
