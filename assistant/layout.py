@@ -16,8 +16,9 @@ with 384 dimensions in two; distances between far-apart groups mean little. The 
    has a floor from its grid, so below FFT_MIN_PAPERS Barnes-Hut is cheaper.
 
 Everything is seeded: the same vectors give the same map. openTSNE is optional at import time:
-without it (`TSNE_AVAILABLE` is False) the map falls back to PCA (assistant/map.py). The measured
-trade-offs behind these constants are in docs/benchmarks.md (`benchmarks/map.py projection`).
+without it (`TSNE_AVAILABLE` is False) the map falls back to PCA (assistant/map.py). The
+trade-offs behind these constants, with figures, are in docs/benchmarks.md
+(`benchmarks/map.py projection`).
 """
 from __future__ import annotations
 
@@ -124,7 +125,7 @@ def connected_groups(vectors: np.ndarray, xy: np.ndarray, k: int, seed: int = 0)
     touch on the map (scikit-learn's connectivity constraint over each point's MAP_NEIGHBOURS
     nearest points), so a theme is one region the reader sees and also papers about one thing.
     k-means on the map's points mixes topics that happen to lie side by side, k-means on the
-    vectors scatters a theme over the picture (measured with blind readers in
+    vectors scatters a theme over the picture (blind readers' verdicts in
     docs/benchmarks.md). Beyond WARD_MAX_PAPERS papers (Ward takes ~40 s at 100,000) a seeded
     sample is grouped and every other paper takes the group most of its nearest sampled points
     on the map have. Deterministic; groups numbered by size, largest first."""

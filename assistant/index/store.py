@@ -319,7 +319,7 @@ class Store(CacheMixin):
     def dense_search(self, query_vector: np.ndarray, n: int,
                      filters: Optional[Filters] = None) -> list[tuple[str, str, float, str]]:
         """(chunk_id, paper_id, cosine similarity, chunk text), best first, of the chunks of
-        papers that pass `filters`. A filter is applied where it costs least (measured at
+        papers that pass `filters`. A filter is applied where it costs least (figures at
         100,000 papers in docs/benchmarks.md): a narrow one by exact search over its chunks'
         vectors here, one passing a large share by filtering Chroma's unfiltered neighbours,
         anything else by Chroma's metadata `where` (or paper ids for authors)."""
