@@ -99,7 +99,9 @@ class CacheMixin:
         shutil.rmtree(self.cache_dir, ignore_errors=True)
         tmp.rename(self.cache_dir)
         self._bm25, self._cache_revision = bm25, revision
-        self._papers = PaperTable.open(self.cache_dir / PAPERS_FILE)
+        # the ids and titles just written, in their order: no need to read them back
+        self._papers = PaperTable(self.cache_dir / PAPERS_FILE, list(papers),
+                                  [p.title for p in papers.values()])
         self._filter_index = None
         self._stats, self._stats_revision = stats, (revision if stats is not None else None)
 

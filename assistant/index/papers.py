@@ -42,7 +42,7 @@ class PaperTable(Mapping[str, Paper]):
     """paper id → Paper, read from `path` (None: the empty table)."""
 
     def __init__(self, path: Optional[Path], ids: list[str], titles: list[str]):
-        self.path = path
+        """`ids` and `titles`: the file's, in its order (what `open` reads from it)."""
         self._ids = ids
         self._titles = titles
         self._position = {pid: i for i, pid in enumerate(ids)}
