@@ -8,7 +8,8 @@ cross-corpus out-of-corpus questions) with the same 70/30 split. Those whose bes
 reaches the floor are read: at most N a corpus, chosen by a hash of their id. For each, the K
 best candidates in the gate's order are read by the packaged local model ("does this paper
 answer the question? yes or no", the probability of "yes"), cached in
-benchmarks/.stores/reading_yes.jsonl (an interrupted run resumes). The gate's p of each question
+benchmarks/.stores/reading_yes-HASH.jsonl, HASH naming the wording of prompts/verdict.txt (an
+interrupted run resumes). The gate's p of each question
 comes from a gate fitted without the question's fold (`--gate out-of-fold`, the default): the
 shipped gate was fitted on these very questions and is surer of them than of a new one. A
 logistic model over (logit of the gate's p floored at a gate floor, logit of yes, yes minus the
@@ -38,7 +39,10 @@ from assistant.answer.relevance import default_model as relevance_model  # noqa:
 from assistant.config import RelevancePolicy  # noqa: E402
 
 WRONG_IF_ANSWERED = ("loo", "none", "cross")
-CACHE = ROOT / "benchmarks" / ".stores" / "reading_yes.jsonl"
+# readings are kept per wording of the prompt: a new prompts/verdict.txt starts a new cache
+VERDICT_PROMPT = ROOT / "prompts" / "verdict.txt"
+CACHE = (ROOT / "benchmarks" / ".stores"
+         / f"reading_yes-{hashlib.sha1(VERDICT_PROMPT.read_bytes()).hexdigest()[:8]}.jsonl")
 FOLDS = 5
 
 
