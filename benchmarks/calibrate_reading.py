@@ -3,9 +3,10 @@
     .venv/bin/python benchmarks/calibrate_reading.py [--write] [--per-corpus N] [--papers K]
 
 The questions are calibrate_relevance.py's labelled ones (SciFact train claims, our calibration
-sets for arxiv_math and ml_conf, the seed held-out set, leave-one-out twins, written and
-cross-corpus out-of-corpus questions) with the same 70/30 split. Those whose best candidate
-reaches the floor are read: at most N a corpus, chosen by a hash of their id. For each, the K
+sets for arxiv_math, ml_conf and the seed corpus, the seed held-out set, leave-one-out twins,
+written and cross-corpus out-of-corpus questions). Those whose best candidate reaches the floor
+are read: at most N a corpus, chosen by a hash of their id, and every written question of the
+corpora of --all-written (default: the seed corpus). For each, the K
 best candidates in the gate's order are read by the packaged local model ("does this paper
 answer the question? yes or no", the probability of "yes"), cached in
 benchmarks/.stores/reading_yes-HASH.jsonl, HASH naming the wording of prompts/verdict.txt (an
@@ -13,7 +14,8 @@ interrupted run resumes). The gate's p of each question
 comes from a gate fitted without the question's fold (`--gate out-of-fold`, the default): the
 shipped gate was fitted on these very questions and is surer of them than of a new one. A
 logistic model over (logit of the gate's p floored at a gate floor, logit of yes, yes minus the
-best other candidate's) is fitted for each gate floor of --gate-floors, the floor with the best
+best other candidate's) is fitted for each gate floor of --gate-floors ("off": without the gate's
+term), the one with the best
 out-of-fold figures kept; its threshold is the one with the most right answers minus wrong ones (a wrong paper,
 or an answer to an out-of-corpus or leave-one-out question) on 5-fold out-of-fold probabilities. Printed beside it: the gate alone on the
 same questions, and the floor's cost (answerable questions whose gold paper it refuses).
@@ -26,6 +28,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -63,14 +66,17 @@ def out_of_fold_gate(records: list[dict], gate) -> list[dict]:
     return out
 
 
-def limited(records: list[dict], per_corpus: int) -> list[dict]:
-    """At most `per_corpus` questions a corpus, chosen by a hash of their id (stable)."""
+def limited(records: list[dict], per_corpus: int, all_written: tuple[str, ...] = ()) -> list[dict]:
+    """At most `per_corpus` questions a corpus, chosen by a hash of their id (stable); for the
+    corpora in `all_written`, every written question besides (the seed corpus's 20 papers give
+    few, and its 240 other-corpus questions would crowd them out)."""
     if not per_corpus:
         return records
     out = []
     for corpus in dict.fromkeys(r["item"].corpus for r in records):
-        mine = [r for r in records if r["item"].corpus == corpus]
-        out += sorted(mine, key=lambda r: cr.hash_order(r["item"]))[:per_corpus]
+        mine = sorted((r for r in records if r["item"].corpus == corpus), key=lambda r: cr.hash_order(r["item"]))
+        out += [r for i, r in enumerate(mine)
+                if i < per_corpus or (corpus in all_written and r["item"].kind != "cross")]
     return out
 
 
@@ -147,18 +153,20 @@ def rows_of(questions: list[dict], cache: dict[str, float], papers: int):
             yield rec, i, rec["p"][i], yes, lead, rec["labels"][i]
 
 
-def fit(rows, gate_floor: float = 0.0) -> ReadingModel:
+def fit(rows, gate_floor: Optional[float] = 0.0) -> ReadingModel:
+    """The logistic model over the rows; gate_floor None: the reading alone (w_gate 0)."""
     from sklearn.linear_model import LogisticRegression
 
-    shape = ReadingModel(0, 0, 0, 0, 0.5, {}, gate_floor)
-    X = np.array([[shape.gate_logit(p), logit(yes), lead] for _, _, p, yes, lead, _ in rows])
+    shape = ReadingModel(0, 0, 0, 0, 0.5, {}, gate_floor or 0.0)
+    X = np.array([([shape.gate_logit(p)] if gate_floor is not None else []) + [logit(yes), lead]
+                  for _, _, p, yes, lead, _ in rows])
     y = np.array([label for *_, label in rows])
     w = LogisticRegression(C=1.0, max_iter=1000).fit(X, y)
-    c = w.coef_[0]
-    return ReadingModel(float(c[0]), float(c[1]), float(c[2]), float(w.intercept_[0]), 0.5, {}, gate_floor)
+    c = [0.0] * (gate_floor is None) + [float(v) for v in w.coef_[0]]
+    return ReadingModel(c[0], c[1], c[2], float(w.intercept_[0]), 0.5, {}, gate_floor or 0.0)
 
 
-def out_of_fold(read: list[dict], cache: dict[str, float], papers: int, gate_floor: float) -> dict:
+def out_of_fold(read: list[dict], cache: dict[str, float], papers: int, gate_floor: Optional[float]) -> dict:
     """best_read of every question by a model fitted without its fold."""
     best: dict = {}
     for fold in range(FOLDS):
@@ -239,12 +247,15 @@ def main() -> int:
     ap.add_argument("--sure", type=float, default=None,
                     help="gate p at which the gate's answer stands unread (default: the policy's)")
     ap.add_argument("--per-corpus", type=int, default=100, help="labelled questions per corpus (0: all)")
+    ap.add_argument("--all-written", default="seed",
+                    help="corpora whose written questions are all read beyond --per-corpus (comma-separated)")
     ap.add_argument("--gate", choices=("out-of-fold", "shipped"), default="out-of-fold",
                     help="the gate's p as a feature: from gates fitted without the question's fold, "
                          "or the shipped gate's (in-sample on 70%% of the questions)")
     ap.add_argument("--gate-floors", default="0,0.02,0.05,0.1,0.2",
-                    help="gate floors tried (ReadingModel.gate_floor); the one with the best "
-                         "out-of-fold net is kept (ties: the lowest)")
+                    help="gate floors tried (ReadingModel.gate_floor; off: the reading alone, "
+                         "w_gate 0); the one with the best out-of-fold net is kept (ties: off, "
+                         "then the lowest)")
     ap.add_argument("--collect-only", action="store_true")
     ap.add_argument("--cached-only", action="store_true", help="fit on the readings already cached")
     ap.add_argument("--corpora", default="seed,ml_conf,arxiv_math,scifact")
@@ -263,7 +274,8 @@ def main() -> int:
     # SciFact's held-out claims are what `evaluate.py scifact-heldout` asks: never fitted on
     records = [r for r in records if not (r["item"].corpus == "scifact" and r["item"].held_out())]
     records = limited(out_of_fold_gate(records, gate) if args.gate == "out-of-fold"
-                      else cr.scored(records, gate), args.per_corpus)
+                      else cr.scored(records, gate), args.per_corpus,
+                      tuple(c for c in args.all_written.split(",") if c))
     questions = read_questions(records, args.floor)
     print(floor_cost(records, args.floor), file=sys.stderr)
     print(f"{len(questions)} questions to read (floor {args.floor}, {args.papers} papers each)", file=sys.stderr)
@@ -275,14 +287,15 @@ def main() -> int:
     # fitted on all of them
     all_read = {rec["item"].qid for rec, *_ in rows_of(questions, cache, args.papers)}
     read = [r for r in questions if r["item"].qid in all_read]
-    floors = [float(f) for f in args.gate_floors.split(",")]
+    floors = [None if f == "off" else float(f) for f in args.gate_floors.split(",")]
     tried = {}  # floor -> (out-of-fold best readings, threshold, net)
     for f in floors:
         best = out_of_fold(read, cache, args.papers, f)
         t = choose_threshold(read, best, gate.threshold, sure)
         tried[f] = (best, t, net(figures(read, best, gate.threshold, t, sure)))
-        print(f"gate floor {f}: threshold {t:.3f}, net {tried[f][2]}", file=sys.stderr)
-    floor = max(floors, key=lambda f: (tried[f][2], -f))
+        print(f"gate floor {'off' if f is None else f}: threshold {t:.3f}, net {tried[f][2]}", file=sys.stderr)
+    # ties: the reading alone (the model reads, then the assistant judges), then the lowest floor
+    floor = max(floors, key=lambda f: (tried[f][2], f is None, -(f or 0)))
     best, threshold, _ = tried[floor]
     model = fit(list(rows_of(read, cache, args.papers)), floor)
     model.threshold = threshold
@@ -296,8 +309,10 @@ def main() -> int:
     if args.write:
         model.provenance = {
             "fitted_by": "benchmarks/calibrate_reading.py", "date": time.strftime("%Y-%m-%d"),
-            "read": f"best candidate gate p >= {args.floor}, at most {args.per_corpus} questions a corpus",
-            "gate_floors_tried": floors,
+            "read": f"best candidate gate p >= {args.floor}, at most {args.per_corpus} questions a corpus"
+                    f" (every written question of {args.all_written or 'none'})",
+            "corpora": args.corpora.split(","),
+            "gate_floors_tried": [f if f is not None else "off" for f in floors],
             "papers_per_question": args.papers, "unread_above": sure,
             "questions_read": len(read), "training_rows": len(list(rows_of(read, cache, args.papers))),
             "threshold_rule": f"most right answers minus wrong ones (wrong paper, out-of-corpus, "

@@ -5,8 +5,8 @@
 Labelled questions, each asked against its corpus's store (benchmarks/corpora.py):
   pos    a question and the papers that answer it: SciFact train claims asked as "Is there
          evidence that <claim>?" (qrels), our calibration questions for arxiv_math and ml_conf
-         (benchmarks/calibration/, written by a session that saw neither the code nor the
-         evaluation sets), the single-turn items of tests/data/seed_heldout.jsonl
+         and the seed corpus (benchmarks/calibration/, written by a session that saw neither the
+         code nor the evaluation sets), the single-turn items of tests/data/seed_heldout.jsonl
   loo    the same question with its answering papers removed from the candidates: a near-miss
          question the corpus no longer answers (leave-one-out)
   none   written out-of-corpus questions (near misses and unrelated ones)
@@ -148,8 +148,9 @@ def labelled_items(corpus: str, args) -> list[Labelled]:
     if corpus == "scifact":
         items = scifact_items(args.limit_scifact)
     elif corpus == "seed":
-        items = written_items("seed", ROOT / "tests" / "data" / "seed_heldout.jsonl",
-                              seed_ids_by_key(open_corpus("seed")))
+        keys = seed_ids_by_key(open_corpus("seed"))
+        items = (written_items("seed", ROOT / "tests" / "data" / "seed_heldout.jsonl", keys)
+                 + written_items("seed", CALIBRATION / "seed.jsonl", keys))
     else:
         items = written_items(corpus, CALIBRATION / f"{corpus}.jsonl")
     return items + [i for i in cross_items(args.cross) if i.corpus == corpus]
@@ -386,7 +387,8 @@ def main() -> int:
             "training_questions": {k: sum(1 for r in train if r["item"].kind == k)
                                    for k in ("pos", "loo", "none", "cross")},
             "sources": ["SciFact train claims + qrels (BEIR)", "benchmarks/calibration/arxiv_math.jsonl",
-                        "benchmarks/calibration/ml_conf.jsonl", "tests/data/seed_heldout.jsonl (single turn)",
+                        "benchmarks/calibration/ml_conf.jsonl", "benchmarks/calibration/seed.jsonl",
+                        "tests/data/seed_heldout.jsonl (single turn)",
                         "cross-corpus: SciFact claims, arXiv math titles, ml_conf titles",
                         "leave-one-out twins of every answerable question"],
             "threshold_rule": f"lowest with <= {args.max_false:.0%} answered out-of-corpus held-out "

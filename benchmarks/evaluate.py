@@ -46,6 +46,7 @@ DEFAULT_SETS = {
     "ml_conf-reworded": ("ml_conf", QUESTIONS / "ml_conf_reworded.jsonl"),
     # a second blind round of the same shape (2026-12-02), scored before any change for it
     "seed-reworded-2": ("seed", QUESTIONS / "seed_reworded_2.jsonl"),
+    "seed-reworded-3": ("seed", QUESTIONS / "seed_reworded_3.jsonl"),
     "arxiv_math-reworded-2": ("arxiv_math", QUESTIONS / "arxiv_math_reworded_2.jsonl"),
     "ml_conf-reworded-2": ("ml_conf", QUESTIONS / "ml_conf_reworded_2.jsonl"),
     # blind: described comparisons, "those two", follow-ups about a paper in focus (details and
