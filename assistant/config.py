@@ -87,6 +87,15 @@ class RelevancePolicy(BaseModel):
         None, description="Probability a paper needs to join a summary whose best paper passed "
                           "`threshold`. None: the one shipped with the model, chosen for recall "
                           "(best F2) on held-out summary topics.")
+    summary_reading_papers: int = Field(
+        4, description="A summary's best candidates the model reads against its topic (about 2.5 s "
+                       "each on two cores); the reading decides their membership, the gate the rest's; 0: the gate alone.")
+    summary_reading_threshold: float = Field(
+        0.77, description="Membership a read paper needs to join a summary: sigmoid(logit(yes) + "
+                          "summary_reading_gate_weight * logit(gate p)) (answer/reading.py topic_proba; "
+                          "both chosen on labelled summary topics by benchmarks/calibrate_summary_reading.py).")
+    summary_reading_gate_weight: float = Field(
+        0.3, description="How much the gate's p leans on a read paper's membership of a summary topic.")
     summary_candidates: int = Field(80, description="Papers retrieved and judged for a summary.")
     summary_max: int = Field(40, description="Papers a summary may cite.")
     overview_per_theme: int = Field(

@@ -1,6 +1,6 @@
 """What reading costs: seconds to the first event (the candidates), the first visible text and
 the whole answer, with the default local model on the seed corpus, for questions the gate is
-unsure of (reworded), out-of-corpus questions, and questions the gate is sure of.
+unsure of (reworded), out-of-corpus questions, questions the gate is sure of, and summaries.
 
     .venv/bin/python benchmarks/reading_latency.py [--code DIR]
 
@@ -29,7 +29,11 @@ QS = {"reworded": ["I need a paper about models that agree with users too much a
                    "Which paper makes language models write more varied stories without hurting coherence?"],
       "out-of-corpus": ["Which paper proposes a new method for protein-ligand docking?",
                         "Is there a paper on speculative decoding to speed up LLM inference?"],
-      "sure": ["What is Top-W?", "Which paper proposes a subspace zeroth-order method for spiking networks?"]}
+      "sure": ["What is Top-W?", "Which paper proposes a subspace zeroth-order method for spiking networks?"],
+      # a summary's best candidates are read against its topic (RelevancePolicy.summary_reading_papers)
+      "summary": ["Summarise the causality work for a newcomer in plain words.",
+                  "Give me an overview of the papers on federated learning.",
+                  "Summarize what this collection has on speech recognition."]}
 pa.ask("warm up: what is DAISI?")
 for kind, qs in QS.items():
     first, shown, total = [], [], []

@@ -179,3 +179,43 @@ def test_a_model_file_without_a_gate_floor_loads_with_none(tmp_path):
     del raw["gate_floor"]
     (tmp_path / "m.json").write_text(json.dumps(raw))
     assert ReadingModel.load(tmp_path / "m.json").gate_floor == 0.0
+
+
+def test_a_summary_topic_s_readings_are_judged_each_on_its_own_yes():
+    """Membership of a topic: every paper the model says yes to joins, however many; no lead."""
+    says = Says({"First": 0.9, "Second": 0.92, "Third": 0.3, "Fourth": 0.95})
+    judged = [_judged(pid, 0.2, f"{t}. x") for pid, t in
+              zip("abcd", ["First", "Second", "Third", "Fourth"])]
+    read = _reader(says).read_topic("topic", judged, papers=3, threshold=0.8, gate_weight=0.0)
+    assert says.read == ["First", "Second", "Third"]  # the bound: `papers`, the fourth unread
+    assert sorted(j.paper.paper_id for j in read.accepted) == ["a", "b"]
+    assert [j.features["yes"] for j in read.read] == pytest.approx([0.92, 0.9, 0.3])
+    # the gate leans on the reading: a yes of 0.8 joins beside a near paper, not a far one
+    leaning = _reader(Says({"First": 0.8, "Second": 0.8})).read_topic(
+        "topic", [_judged("near", 0.5, "First. x"), _judged("far", 0.01, "Second. y")], 2, 0.77, 0.3)
+    assert [j.paper.paper_id for j in leaning.accepted] == ["near"]
+    assert _reader(Says({}, fail=True)).read_topic("topic", judged, 3, 0.8, 0.0) is None
+    assert _reader(Says({}), reading_floor=0.5).read_topic("topic", judged, 3, 0.8, 0.0) is None
+
+
+def test_a_summary_holds_the_read_papers_the_model_says_belong(seed_assistant: PaperAssistant):
+    engine = seed_assistant.engine
+    planner = engine.planner
+    message = "Summarise the causality work for a newcomer in plain words."
+    papers = engine.store.papers().values()
+    causal = {p.title: (0.95 if "causal" in p.abstract.lower() else 0.05) for p in papers}
+    says = Says(causal)
+    try:
+        planner.reader = lambda: Reader(says, engine.embed, seed_assistant.settings.relevance, MODEL)
+        plan = planner.plan(message, [], None, None, None)
+        read = set(says.read)
+        assert len(read) == seed_assistant.settings.relevance.summary_reading_papers
+        cited = {s.paper.title for s in plan.sources}
+        assert {t for t in read if causal[t] > 0.5} <= cited and cited
+        assert not {t for t in read if causal[t] < 0.5} & cited  # read and said no: left out
+        planner.reader = lambda: Reader(Says({t: 0.05 for t in causal}), engine.embed,
+                                        seed_assistant.settings.relevance, MODEL)
+        refused = planner.plan(message, [], None, None, None)
+        assert refused.abstain and refused.sources == [] and "judged not to answer" in refused.prefix
+    finally:
+        planner.reader = engine._reader

@@ -177,6 +177,21 @@ class Planner:
             notify([j.hit for j in judged])
         return reader.read(question, judged)
 
+    def _read_topic(self, topic: str, judged: list[Judged]) -> Optional[Read]:
+        """A summary's best candidates read against its topic: the reading decides their
+        membership (None: no model can read, or the floor refuses; the gate alone judges)."""
+        if self.reader is None or self.policy.summary_reading_papers <= 0:
+            return None
+        reader = self.reader()
+        if reader is None or not reader.worth_reading(judged):
+            return None
+        notify = getattr(self._local, "on_reading", None)
+        if notify is not None:
+            notify([j.hit for j in judged[: self.policy.summary_reading_papers]])
+        return reader.read_topic(topic, judged, self.policy.summary_reading_papers,
+                                 self.policy.summary_reading_threshold,
+                                 self.policy.summary_reading_gate_weight)
+
     def _worth_rewriting(self, judged: list[Judged]) -> bool:
         return (self.policy.rewrite and self.rewriter is not None and bool(judged)
                 and judged[0].p >= self.policy.rewrite_floor)
@@ -216,10 +231,7 @@ class Planner:
             hits, judged = self._judged(q.topic, filters, max(k or 0, self.policy.summary_candidates),
                                         topic=True)
             plan.retrieved = hits
-            relevant, reading = self.judge.members(judged), None
-            if not relevant:  # is there anything on it at all? the model reads the best few
-                reading = self._read(q.topic, judged)
-                relevant = self._read_members(reading, judged)
+            relevant, reading = self._topic_members(q.topic, judged)
             papers, matching = [j.paper for j in relevant[: self.policy.summary_max]], len(relevant)
             if not papers:
                 return self._refuse(plan, q, judged, filters, reading)
@@ -228,14 +240,22 @@ class Planner:
         return self._themed(plan, grouped, q.topic, lambda themed: compose.summary_listing(
             q.topic, themed, matching, total, q.scope))
 
-    def _read_members(self, reading: Optional[Read], judged: list[Judged]) -> list[Judged]:
-        """A summary the gate found nothing for, once the model read its best candidates: those
-        the reading accepts, then every other paper at the summary threshold (which belong?)."""
-        if reading is None or not reading.accepted:
+    def _topic_members(self, topic: str, judged: list[Judged]) -> tuple[list[Judged], Optional[Read]]:
+        """A topic's papers (a summary's, a topic table's) and the model's reading of its best
+        candidates, which decides theirs; the gate alone (no reading) when no model reads."""
+        reading = self._read_topic(topic, judged)
+        if reading is None:
+            return self.judge.members(judged), None
+        return self._read_members(reading, judged), reading
+
+    def _read_members(self, reading: Read, judged: list[Judged]) -> list[Judged]:
+        """A summary's papers once the model read its best candidates: those it said yes to, then
+        the unread ones at the summary threshold; none when it said yes to none (nothing is on it)."""
+        if not reading.accepted:
             return []
-        taken = {j.paper.paper_id for j in reading.accepted}
+        read = {j.paper.paper_id for j in reading.read}
         rest = [j for j in self.judge.relevant(judged, self.judge.summary_threshold)
-                if j.paper.paper_id not in taken]
+                if j.paper.paper_id not in read]
         return list(reading.accepted) + rest
 
     def _overview(self, plan: TurnPlan, q: Query, filters) -> TurnPlan:
@@ -528,9 +548,9 @@ class Planner:
             return named, 0
         hits, judged = self._judged(topic, filters, max(k or 0, self.policy.summary_candidates), topic=True)
         plan.retrieved = hits
-        relevant = self.judge.members(judged)  # the summary's selection, as a table is one
+        relevant, reading = self._topic_members(topic, judged)  # a summary's selection
         if not relevant:
-            self._refuse(plan, replace(q, intent="summary", topic=topic), judged, filters)
+            self._refuse(plan, replace(q, intent="summary", topic=topic), judged, filters, reading)
         return [j.paper for j in relevant], len(relevant)
 
     def _named_papers(self, sides: list[str]) -> list[Paper]:

@@ -144,3 +144,29 @@ class Reader:
                 for j, y, lead in zip(candidates, yes, leads(yes))]
         read.sort(key=lambda j: -j.p)
         return Read(read, [j for j in read if j.p >= self.model.threshold], self.model.threshold)
+
+    def read_topic(self, topic: str, judged: Sequence[Judged], papers: int, threshold: float,
+                   gate_weight: float) -> Optional[Read]:
+        """A summary's `papers` best candidates read against its topic; each is a member when
+        topic_proba(its gate p, its own yes) reaches `threshold`. No lead: a topic has many
+        papers, and one standing out from the rest says nothing of whether the others belong.
+        None as for read()."""
+        if not self.worth_reading(judged):
+            return None
+        candidates = list(judged[:papers])
+        try:
+            yes = [self.yes(topic, j.paper) for j in candidates]
+        except BackendError:
+            return None
+        read = [replace(j, p=topic_proba(j.p, y, gate_weight),
+                        features={**j.features, "gate_p": j.p, "yes": y})
+                for j, y in zip(candidates, yes)]
+        read.sort(key=lambda j: -j.p)
+        return Read(read, [j for j in read if j.p >= threshold], threshold)
+
+
+def topic_proba(gate_p: float, yes: float, gate_weight: float) -> float:
+    """A read paper's membership of a summary topic: the reading, leaned on by the gate's p
+    (floored at 0.001, below which unlike wording says nothing more)."""
+    z = logit(yes) + gate_weight * logit(max(gate_p, 1e-3))
+    return 1.0 / (1.0 + math.exp(-z))
