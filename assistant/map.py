@@ -46,7 +46,6 @@ from .map_labels import name_groups
 from .types import Paper
 
 MAP_FORMAT = 3  # of the cached files; another is rebuilt (3: t-SNE layout, connected themes, c-TF-IDF names)
-GET_PAGE = 5000  # chunk rows fetched from Chroma per call
 POWER_ITERATIONS = 60  # block power iterations of the PCA (converged to ~1e-6 on MiniLM vectors)
 TSNE_MIN_PAPERS = 50  # fewer: PCA (t-SNE needs ~3 × perplexity neighbours per paper to place it)
 
@@ -194,37 +193,6 @@ class CollectionMap:
 
 
 # ---------------------------------------------------------------------- building
-def paper_vectors(collection, page: int = GET_PAGE) -> tuple[list[str], np.ndarray]:
-    """Every paper's mean chunk embedding, unit length, from the store's vectors (paged reads;
-    nothing is embedded). Ids sorted, so the same store gives the same rows. The paper is read
-    from the chunk id ("<paper id>::<n>", index/chunking.py): asking Chroma for the metadata
-    too made the read ten times slower (a chunk 0 carries its whole paper as JSON)."""
-    sums: dict[str, int] = {}
-    rows: list[np.ndarray] = []
-    owners: list[np.ndarray] = []
-    offset = 0
-    while True:
-        res = collection.get(include=["embeddings"], limit=page, offset=offset)
-        if not len(res["ids"]):
-            break
-        emb = np.asarray(res["embeddings"], dtype=np.float32)
-        owner = np.asarray([sums.setdefault(cid.rpartition("::")[0] or cid, len(sums))
-                            for cid in res["ids"]])
-        rows.append(emb)
-        owners.append(owner)
-        offset += len(res["ids"])
-    if not sums:
-        return [], np.zeros((0, 0), dtype=np.float32)
-    emb, owner = np.concatenate(rows), np.concatenate(owners)
-    vec = np.zeros((len(sums), emb.shape[1]), dtype=np.float32)
-    np.add.at(vec, owner, emb)
-    ids = list(sums)
-    order = sorted(range(len(ids)), key=ids.__getitem__)
-    vec = vec[order]
-    norms = np.linalg.norm(vec, axis=1, keepdims=True)
-    return [ids[i] for i in order], vec / np.where(norms == 0, 1.0, norms)
-
-
 def pca_2d(vectors: np.ndarray) -> tuple[np.ndarray, list[float]]:
     """The two principal components (signs fixed: each axis's largest loading is positive, so
     the picture does not flip between builds) and the share of variance each explains."""
@@ -306,7 +274,7 @@ def build_map(store, max_clusters: int, seed: int = 0, method: str = "tsne", thr
     with store.request():
         revision = store._cache_revision or store.revision()
         papers = store.papers()
-    ids, vectors = paper_vectors(store.collection)
+    ids, vectors = store.all_paper_vectors()
     keep = [i for i, pid in enumerate(ids) if pid in papers]  # chunks of a half-written paper
     if len(keep) != len(ids):
         ids, vectors = [ids[i] for i in keep], vectors[keep]

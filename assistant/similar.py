@@ -41,7 +41,7 @@ def find_similar(store: Store, embed: Embed, paper_id: str, k: int, candidates: 
     source = store.paper(paper_id)
     if source is None:
         raise UnknownPaper(f"no paper with id {paper_id!r} in the store at {store.location()}")
-    centre = _unit(store.paper_vectors([paper_id]))[0]
+    centre = store.paper_vectors([paper_id])[0]
     ranked = _rank(store, centre, _candidate_ids(store, centre, paper_id, max(candidates, k * 3)))[:k]
     target = embed([source.abstract])[0]
     return [_with_link(store.paper(pid), score, target, embed) for pid, score in ranked]
@@ -56,7 +56,7 @@ def _candidate_ids(store: Store, centre: np.ndarray, source_id: str, n: int) -> 
 def _rank(store: Store, centre: np.ndarray, paper_ids: list[str]) -> list[tuple[str, float]]:
     if not paper_ids:
         return []
-    scores = _unit(store.paper_vectors(paper_ids)) @ centre
+    scores = store.paper_vectors(paper_ids) @ centre
     return sorted(zip(paper_ids, scores.tolist()), key=lambda pair: -pair[1])
 
 
@@ -66,8 +66,3 @@ def _with_link(paper: Paper, score: float, target: np.ndarray, embed: Embed) -> 
     best = int(np.argmax(sims))
     return SimilarPaper(paper=paper, score=score, link=sentences[best], link_score=float(sims[best]))
 
-
-def _unit(vectors: np.ndarray) -> np.ndarray:
-    """Rows scaled to length 1 (a mean of unit vectors is shorter than 1; zero rows stay zero)."""
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.where(norms == 0, 1.0, norms)

@@ -58,7 +58,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from assistant import PaperAssistant, load_settings  # noqa: E402
 from assistant.map import (CollectionMap, build_map, group, label_clusters, lay_out,  # noqa: E402
-                           layout_method, make_clusters, neighbour_preservation, paper_vectors,
+                           layout_method, make_clusters, neighbour_preservation,
                            unit_box)
 from assistant.answer.themes import target_groups  # noqa: E402
 from assistant.ui.map_tab import map_html, standalone_html  # noqa: E402
@@ -84,7 +84,7 @@ def corpus_vectors(corpus: str, stores: Path) -> np.ndarray:
     from corpora import open_corpus
 
     names = MIX if corpus == "mix" else (corpus,)
-    return np.concatenate([paper_vectors(open_corpus(c, stores=stores).store.collection)[1]
+    return np.concatenate([open_corpus(c, stores=stores).store.all_paper_vectors()[1]
                            for c in names])
 
 
@@ -220,7 +220,7 @@ def sizes(sizes: list[int], max_points: int, unsampled: bool) -> None:
     print(f"real store, {real.size:,} papers: built in {total_real:.1f} s ({json.dumps(real.timings)})")
     papers = pa.store.papers()
     stats = pa.store.corpus_stats()
-    base_ids, base_vec = paper_vectors(pa.store.collection)
+    base_ids, base_vec = pa.store.all_paper_vectors()
     read_per_paper = real.timings["read_vectors"] / real.size
     rows = []
     with sync_playwright() as p:
@@ -263,7 +263,7 @@ def page(sizes: list[int]) -> None:
     pa = PaperAssistant(load_settings(store_dir=STORES / "scale-10000", llm_backend="none"))
     papers = pa.store.papers()
     stats = pa.store.corpus_stats()
-    base_ids, base_vec = paper_vectors(pa.store.collection)
+    base_ids, base_vec = pa.store.all_paper_vectors()
     current: dict = {}
     pa.collection_map = lambda rebuild=False: current["map"]
     real_papers = pa.store.papers

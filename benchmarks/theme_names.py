@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import numpy as np  # noqa: E402
 from sklearn.neighbors import NearestNeighbors  # noqa: E402
 
-from assistant.map import kmeans, label_clusters, paper_vectors  # noqa: E402
+from assistant.map import kmeans, label_clusters  # noqa: E402
 from corpora import open_corpus  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "theme_names"
@@ -43,7 +43,7 @@ def themes(corpus: str, grouping: str = "map", titles: int = 5, seed: int = 0) -
     cmap = pa.collection_map()
     papers = pa.store.papers()
     ids = cmap.ids
-    found_ids, vectors = paper_vectors(pa.store.collection)
+    found_ids, vectors = pa.store.all_paper_vectors()
     where = {pid: i for i, pid in enumerate(found_ids)}
     vectors = vectors[[where[pid] for pid in ids]]
     if grouping == "map":

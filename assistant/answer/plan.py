@@ -281,7 +281,6 @@ class Planner:
             grouped = self._themes([self.store.paper(i) for i in ids], scope)
             return grouped, [len(t.papers) for t in grouped]
         vectors = self.store.paper_vectors(ids)
-        vectors = vectors / (np.linalg.norm(vectors, axis=1, keepdims=True) + 1e-9)
         groups = kmeans(vectors, target_groups(len(ids), self.settings.max_themes))
         core_size = self.settings.overview_name_papers
         # only the papers shown and named are read (the paper table is on disk)

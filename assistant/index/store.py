@@ -29,6 +29,7 @@ from .papers import PaperTable
 from .sentences import SENTENCES_FILE, SentenceVectors, paper_sentences
 
 SCHEMA_VERSION = 1
+EMBEDDING_PAGE = 5000  # chunk vectors fetched per call by the whole-store pass
 
 
 # ----------------------------------------------------------------------------- the store
@@ -391,7 +392,8 @@ class Store(CacheMixin):
         return hits[:n]
 
     def paper_vectors(self, paper_ids: list[str]) -> np.ndarray:
-        """Each paper's mean chunk embedding, in the order given (zeros for unknown ids)."""
+        """Each paper's mean chunk embedding, unit length, in the order given (zeros for
+        unknown ids)."""
         dim = int(self._collection_meta().get("dim") or 0)
         if not paper_ids:
             return np.zeros((0, dim), dtype=np.float32)
@@ -404,7 +406,35 @@ class Store(CacheMixin):
         for (_, pid), v in zip(chunks, vectors):
             sums[pid] = sums.get(pid, 0) + v
         dim = dim or vectors.shape[1]
-        return np.stack([sums.get(pid, np.zeros(dim, dtype=np.float32)) for pid in paper_ids])
+        return unit_rows(np.stack([sums.get(pid, np.zeros(dim, dtype=np.float32))
+                                   for pid in paper_ids]))
+
+    def all_paper_vectors(self) -> tuple[list[str], np.ndarray]:
+        """Every paper's mean chunk embedding, unit length, ids sorted (the same store gives
+        the same rows), in one paged pass over the vectors (nothing is embedded). The paper is
+        read from the chunk id ("<paper id>::<n>", chunking.py): asking Chroma for the
+        metadata too made the read ten times slower (a chunk 0 carries its whole paper)."""
+        owners_of: dict[str, int] = {}
+        rows: list[np.ndarray] = []
+        owners: list[np.ndarray] = []
+        offset = 0
+        while True:
+            res = self.collection.get(include=["embeddings"], limit=EMBEDDING_PAGE, offset=offset)
+            if not len(res["ids"]):
+                break
+            rows.append(np.asarray(res["embeddings"], dtype=np.float32))
+            owners.append(np.asarray([owners_of.setdefault(cid.rpartition("::")[0] or cid,
+                                                           len(owners_of))
+                                      for cid in res["ids"]]))
+            offset += len(res["ids"])
+        if not owners_of:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        emb, owner = np.concatenate(rows), np.concatenate(owners)
+        sums = np.zeros((len(owners_of), emb.shape[1]), dtype=np.float32)
+        np.add.at(sums, owner, emb)
+        ids = list(owners_of)
+        order = sorted(range(len(ids)), key=ids.__getitem__)
+        return [ids[i] for i in order], unit_rows(sums[order])
 
     def chunk_texts(self, chunk_ids: list[str]) -> dict[str, str]:
         if not chunk_ids:
@@ -452,3 +482,9 @@ def iter_batches(items: Iterable, size: int):
             batch = []
     if batch:
         yield batch
+
+
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length; zero rows stay zero."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0, 1.0, norms)
