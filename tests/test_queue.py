@@ -212,3 +212,44 @@ def test_llama_server_child_slots_queue_visibly_and_stop():
     assert any(k == "text" for k, _ in events)
     server.stop()
     assert not server.alive()
+
+
+def test_a_child_started_from_a_short_lived_thread_outlives_the_thread_not_the_process(tmp_path):
+    """llama-server is killed by the kernel when its parent dies (PR_SET_PDEATHSIG), and the
+    kernel counts the *thread* that forked it as the parent: one started from serve's warm-up
+    thread died when that thread ended, and every answer became "cannot reach the server".
+    spawn_with_parent forks from one thread that lives as long as the process: the child
+    outlives the thread that asked for it, and still dies with the process."""
+    import subprocess
+    import sys
+
+    from assistant.llm.server import spawn_with_parent
+
+    box = {}
+    thread = threading.Thread(target=lambda: box.update(proc=spawn_with_parent(["sleep", "60"])))
+    thread.start()
+    thread.join(30)
+    child = box["proc"]
+    try:
+        time.sleep(1.0)
+        assert child.poll() is None, "the child died with the thread that started it"
+    finally:
+        child.kill()
+        child.wait(10)
+    # a process that starts a child this way and exits takes the child with it
+    pid_file = tmp_path / "child.pid"
+    script = ("import sys; from assistant.llm.server import spawn_with_parent; "
+              "p = spawn_with_parent(['sleep', '60']); open(sys.argv[1], 'w').write(str(p.pid)); "
+              "import os; os._exit(0)")
+    subprocess.run([sys.executable, "-c", script, str(pid_file)], check=True, timeout=60)
+    pid = int(pid_file.read_text())
+    assert _until(lambda: not _running(pid), seconds=10), "the child outlived its process"
+
+
+def _running(pid: int) -> bool:
+    """Is `pid` a live process (not a zombie waiting for its reaper)?"""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False

@@ -26,6 +26,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
@@ -69,6 +70,20 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
     os.setsid()  # not in our terminal's process group: Ctrl-C reaches serve, which stops it
 
 
+# PR_SET_PDEATHSIG fires when the *thread* that forked the child ends, not the process: a
+# llama-server started from serve's warm-up thread or a request's worker thread was killed as
+# soon as that thread finished. So every child is forked by this one thread, which lives as
+# long as the process.
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama-server-spawner")
+
+
+def spawn_with_parent(command: Sequence[str], **popen: Any) -> subprocess.Popen:
+    """`subprocess.Popen(command, **popen)` for a child that dies with this process (see
+    _die_with_parent), whatever thread asks for it."""
+    return _SPAWNER.submit(subprocess.Popen, list(command), preexec_fn=_die_with_parent,
+                           **popen).result()
+
+
 class LlamaServer:
     """`llama-server` on a free loopback port, with `parallel` slots sharing `n_ctx` tokens."""
 
@@ -110,8 +125,8 @@ class LlamaServer:
         self.port = _free_port()
         self._log = tempfile.TemporaryFile(mode="w+b")
         t0 = time.monotonic()
-        self.proc = subprocess.Popen(self.command(), stdout=self._log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        self.proc = spawn_with_parent(self.command(), stdout=self._log, stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL)
         atexit.register(self.stop)
         deadline = t0 + self.startup_timeout
         while True:
