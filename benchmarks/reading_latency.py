@@ -23,7 +23,7 @@ from assistant.config import SEED_CORPUS  # noqa: E402
 store = tempfile.TemporaryDirectory(prefix="reading-latency-")
 pa = PaperAssistant(load_settings(store_dir=store.name, llm_backend="local"))
 pa.ingest([SEED_CORPUS])
-pa.engine._get_llm([]).load()
+pa.warm_up()  # the model loaded (in-process), or its llama-server started (PAPER_ASSISTANT_LLM_SERVER_PARALLEL)
 QS = {"reworded": ["I need a paper about models that agree with users too much after RLHF.",
                    "Anything about estimating treatment effects when hospitals can't share patient rows?",
                    "Which paper makes language models write more varied stories without hurting coherence?"],

@@ -253,3 +253,59 @@ def _running(pid: int) -> bool:
             return f.read().split(") ", 1)[1][0] != "Z"
     except (FileNotFoundError, ProcessLookupError):
         return False
+
+
+def test_serve_gives_the_local_model_llama_server_slots_by_default_when_built(tmp_path, monkeypatch):
+    """`serve` with nothing set: serve_parallel slots when the local model answers and
+    llama-server is built, in-process without it, and never over an explicit choice or for
+    another backend. One-user commands keep llm_server_parallel unset (in-process)."""
+    from assistant.llm import backend_label
+    from assistant.llm.server import LLAMA_BIN_ENV, serving_settings
+
+    built = tmp_path / "bin"
+    built.mkdir()
+    (built / "llama-server").write_bytes(b"")
+    monkeypatch.setenv(LLAMA_BIN_ENV, str(built))
+    local = Settings(llm_backend="local")
+    assert local.llm_server_parallel is None
+    assert serving_settings(local).llm_server_parallel == local.serve_parallel == 8
+    assert "llama-server, 8 slots" in backend_label(serving_settings(local))
+    assert serving_settings(Settings(llm_backend="local", llm_server_parallel=0)).llm_server_parallel == 0
+    assert serving_settings(Settings(llm_backend="local", llm_server_parallel=2)).llm_server_parallel == 2
+    assert serving_settings(Settings(llm_backend="none")).llm_server_parallel == 0
+    assert serving_settings(Settings(llm_backend="local", serve_parallel=0)).llm_server_parallel == 0
+    monkeypatch.setenv(LLAMA_BIN_ENV, str(tmp_path / "not-built"))
+    assert serving_settings(local).llm_server_parallel == 0
+    assert backend_label(serving_settings(local)) == backend_label(local)
+
+
+@needs_smol
+def test_serve_answers_through_its_default_llama_server_after_the_warm_up(tmp_path):
+    """The default `serve` (no --parallel) on a machine where `make run` built llama-server:
+    the model runs in a llama-server child with 8 slots, and answers after serve's warm-up
+    thread, which started that child, has finished (it used to die with that thread)."""
+    import httpx
+
+    from assistant.llm.server import llama_cpp_tools
+    from conftest import seeded_assistant
+    from faultkit import start_serve
+
+    if llama_cpp_tools() is None:
+        pytest.skip("llama-server not built (make llama-server)")
+    store = tmp_path / "store"
+    seeded_assistant(store)
+    serve = start_serve(store, backend="local", extra=("--model-path", str(SMOL)),
+                        env={"PAPER_ASSISTANT_MAX_TOKENS": "24"})
+    try:
+        assert "llama-server, 8 slots" in serve.read_log()
+        time.sleep(3.0)  # the warm-up thread loads the model, then ends
+        for _ in range(2):
+            reply = httpx.post(serve.url + "/v1/chat/completions", timeout=600, json={
+                "model": "paper-assistant", "messages": [{"role": "user", "content": QUESTION}]})
+            assert reply.status_code == 200, reply.text[:300]
+            meta = reply.json()["paper_assistant"]
+            # the tiny model's prose may fail the citation check; the model must not have failed
+            assert not [n for n in meta["notices"] if "failed" in n or "unavailable" in n], meta["notices"]
+            assert meta["timings"].get("model_tokens", 0) > 0, meta
+    finally:
+        serve.stop()

@@ -78,7 +78,7 @@ def make_llm(settings: "Settings") -> Optional[LLM]:
 
         return make_openai(settings)
     if backend == "local":
-        if settings.llm_server_parallel > 0:  # llama-server child, N slots (llm/server.py)
+        if settings.llm_server_parallel:  # llama-server child, N slots (llm/server.py)
             from .server import make_server_llm
 
             return make_server_llm(settings, resolve_model_path(settings))
@@ -118,7 +118,7 @@ def backend_label(settings: "Settings") -> str:
         where = _safe_url(base) if base else "api.openai.com"
         return f"openai · {settings.resolved_llm_model()} @ {where}"
     name = Path(settings.model_path).name if settings.model_path else DEFAULT_MODEL_FILENAME
-    if settings.llm_server_parallel > 0:
+    if settings.llm_server_parallel:
         return f"local · {name} · llama-server, {settings.llm_server_parallel} slots"
     return f"local · {name}"
 

@@ -1,14 +1,16 @@
 """The local model served by llama.cpp's own `llama-server` as a child process, for several users
 at once: `--parallel N` slots decoded together (continuous batching), used through the
 OpenAI-compatible backend. Chosen with ``Settings.llm_server_parallel = N`` (N > 0) and the
-local backend; 0 (the default) keeps the in-process llama-cpp-python model.
+local backend; 0 keeps the in-process llama-cpp-python model; unset, `serve` uses
+``serve_parallel`` slots when llama-server is built and one-user commands stay in-process.
 
     llama_cpp_tools() -> Path | None      folder with llama-server / llama-bench, if built
     LlamaServer(binary, model, parallel=4, n_ctx=16384, threads=2)   start()/stop(), or `with`
     make_server_llm(settings, model_path) -> ServerLLM   starts (once per process) and connects
+    serving_settings(settings) -> Settings   what `serve` runs with by default (N slots when built)
 
 The binaries come from the llama.cpp sources that llama-cpp-python vendors, built by
-`make llama-tools` into ~/.cache/paper-assistant/llama-tools/bin (or $PAPER_ASSISTANT_LLAMA_BIN).
+`make run` (llama-server) or `make llama-tools` (with llama-bench) into ~/.cache/paper-assistant/llama-tools/bin (or $PAPER_ASSISTANT_LLAMA_BIN).
 The child listens on 127.0.0.1 only, needs no network, and dies with us: stopped at exit, and
 killed by the kernel if we die first (PR_SET_PDEATHSIG).
 """
@@ -49,6 +51,16 @@ def llama_cpp_tools() -> Optional[Path]:
     env = os.environ.get(LLAMA_BIN_ENV)
     folder = Path(env).expanduser() if env else default_cache_dir() / "llama-tools" / "bin"
     return folder if (folder / "llama-server").is_file() else None
+
+
+def serving_settings(settings: "Settings") -> "Settings":
+    """The settings `serve` runs with: an unset ``llm_server_parallel`` (None) becomes
+    ``serve_parallel`` slots when the local model answers and llama-server is built, else 0
+    (in-process, one answer at a time)."""
+    if settings.llm_server_parallel is not None:
+        return settings
+    slots = settings.serve_parallel if settings.llm_backend == "local" and llama_cpp_tools() else 0
+    return settings.model_copy(update={"llm_server_parallel": slots})
 
 
 def _free_port() -> int:
