@@ -434,3 +434,50 @@ def test_concurrent_questions_embed_each_sentence_once(seed_assistant):
     assert sorted(embedded) == sorted(set(sentences) | {f"question {i}" for i in range(8)})
     for r in results[1:]:
         assert (abs(r[1:] - results[0][1:]) < 1e-6).all()
+
+
+# ============================================================================ 5. serve restarted
+
+BACKDOOR_Q = "Which paper studies backdoor attacks in federated learning?"
+
+
+@pytest.mark.browser
+def test_serve_restarted_under_an_open_page_keeps_the_conversation(tmp_path, seed_template):
+    """Ask on the page; `serve` stops and starts again on the same port and store (nothing of
+    the conversation is left in the server); a reload brings the conversation back from the
+    browser, and "who wrote it?" still means the first answer's paper. Before the page's key
+    was kept in the store, the restarted server could not read what the browser kept."""
+    import os
+
+    from servers import BOT_MESSAGES, CHROMIUM, CHROMIUM_ARGS, chat_on_page
+
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is missing (`make browser`)")
+    from playwright.sync_api import sync_playwright
+
+    store = seed_copy(seed_template, tmp_path / "store")
+    port = free_port()
+    serve = start_serve(store, port=port)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_context(viewport={"width": 1400, "height": 1050}).new_page()
+            page.set_default_timeout(60_000)
+            page.goto(serve.url + "/")
+            page.wait_for_selector("#pa-input textarea")
+            chat_on_page(page, BACKDOOR_Q)
+            cited = page.locator("#pa-sources .latest .src-card").first.get_attribute("data-paper-id")
+            page.wait_for_function("(localStorage.getItem('paper-assistant-conversation') || '').length > 200")
+            serve.stop()
+            serve = start_serve(store, port=port)
+            page.reload()
+            page.wait_for_selector("#pa-status:has-text('Conversation restored')")
+            assert BACKDOOR_Q in page.locator("#pa-chat [data-testid='user']").first.inner_text()
+            assert "Haichang Gao" in chat_on_page(page, "Who wrote it?")
+            latest = page.locator("#pa-sources .latest .src-card")
+            assert [latest.nth(i).get_attribute("data-paper-id") for i in range(latest.count())] == [cited]
+            assert page.locator(BOT_MESSAGES).count() == 2
+            browser.close()
+    finally:
+        serve.stop()
+    assert ((store / "page-secret").stat().st_mode & 0o777) == 0o600

@@ -412,3 +412,18 @@ def test_page_keeps_the_conversation_across_a_reload(page):
     page.wait_for_timeout(1500)  # a restore shows well within this (it ran at once above)
     assert page.locator(BOT_MESSAGES).count() == 0
     assert "restored" not in page.inner_text("#pa-status")
+
+
+def test_the_pages_key_is_kept_in_the_store_folder_owner_only(tmp_path):
+    """The key of the browsers' conversation copies: made once, kept (mode 600) and read back
+    by the next server on the same store; a folder that cannot hold it gives none (Gradio then
+    makes a key per process)."""
+    from assistant.ui.handlers import SECRET_FILE, browser_secret
+
+    first = browser_secret(tmp_path / "store")
+    assert first and len(first) >= 32 and browser_secret(tmp_path / "store") == first
+    assert ((tmp_path / "store" / SECRET_FILE).stat().st_mode & 0o777) == 0o600
+    assert browser_secret(tmp_path / "other") != first
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    assert browser_secret(blocked / "store") is None

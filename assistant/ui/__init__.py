@@ -11,8 +11,9 @@ marker-click script in `static/`. The page's style (`CSS`), its script (`HEAD`: 
 `gr.mount_gradio_app`, which takes them in Gradio 6 (they moved off `gr.Blocks`).
 
 The conversation is kept in the browser too (`page.kept`, a `gr.BrowserState`, encrypted in
-localStorage with a secret of this server process): a reload restores it (`PageHandlers.restore`
-on load), "New conversation" clears it; a restarted server starts afresh.
+localStorage with a key kept in the store's folder, `handlers.browser_secret`): a reload
+restores it (`PageHandlers.restore` on load), also after the server restarted; "New
+conversation" clears it.
 
 Besides the page's own events, one public Gradio API endpoint is registered, `/chat`
 (`PageHandlers.api_chat`), so scripts can use the same server through `gradio_client`.
@@ -31,7 +32,7 @@ import gradio as gr
 from ..config import Settings
 from ..conversation import MODES
 from ..corpus import accepted_files
-from .handlers import BROWSER_KEY, Page, PageHandlers, new_session
+from .handlers import BROWSER_KEY, Page, PageHandlers, browser_secret, new_session
 from .map_tab import MapTab
 from .render import category_choices, esc, formats_markdown, sources_panel, stats_html, year_hint
 
@@ -85,7 +86,8 @@ def build_ui(pa, settings: Optional[Settings] = None, exports: Optional[Path] = 
     with gr.Blocks(title="Paper Assistant", analytics_enabled=False,
                    delete_cache=(3600, 86400)) as demo:
         page.session = gr.State(new_session)  # called per page load: each session its own
-        page.kept = gr.BrowserState(None, storage_key=BROWSER_KEY)  # restored on load
+        page.kept = gr.BrowserState(None, storage_key=BROWSER_KEY,  # restored on load
+                                    secret=browser_secret(settings.store_dir))
         _header(pa)
         with gr.Tabs():
             with gr.Tab("Chat", id="chat"):

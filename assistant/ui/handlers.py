@@ -14,6 +14,8 @@ One `PaperAssistant` serves every browser session; a session's conversation live
 from __future__ import annotations
 
 import logging
+import os
+import secrets
 import time
 import uuid
 from contextlib import contextmanager
@@ -43,6 +45,28 @@ AUTHOR_SUGGESTIONS = 50  # names the author box offers at a time: never the whol
 # answer with its citations and snippets takes some 10-30 kB
 BROWSER_EXCHANGES = 50
 BROWSER_KEY = "paper-assistant-conversation"  # its localStorage key
+SECRET_FILE = "page-secret"  # in the store's folder: the key the browser's copy is encrypted with
+
+
+def browser_secret(store_dir: Path) -> Optional[str]:
+    """The key the page encrypts the browser's copy of a conversation with, kept (owner-only) in
+    the store's folder, so a restarted server still reads what the browsers kept: Gradio's
+    default is a new key per process, with which a restart lost every conversation. The key
+    lives as long as the folder (a --rebuild keeps it). None when the folder cannot hold it
+    (read-only): a key per process, as Gradio does."""
+    path = Path(store_dir).expanduser() / SECRET_FILE
+    try:
+        if path.is_file() and len(kept := path.read_text().strip()) >= 32:
+            return kept
+        path.parent.mkdir(parents=True, exist_ok=True)
+        secret = secrets.token_urlsafe(32)
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+            f.write(secret)
+        return secret
+    except OSError as exc:
+        log.warning("cannot keep the page's key in %s (%s): a restart forgets the browsers' "
+                    "conversations", path, exc)
+        return None
 
 
 def new_session() -> dict:
