@@ -444,9 +444,10 @@ BACKDOOR_Q = "Which paper studies backdoor attacks in federated learning?"
 @pytest.mark.browser
 def test_serve_restarted_under_an_open_page_keeps_the_conversation(tmp_path, seed_template):
     """Ask on the page; `serve` stops and starts again on the same port and store (nothing of
-    the conversation is left in the server); a reload brings the conversation back from the
-    browser, and "who wrote it?" still means the first answer's paper. Before the page's key
-    was kept in the store, the restarted server could not read what the browser kept."""
+    the conversation is left in the server). The open page's next follow-up still means the
+    first answer's paper (the session continues from the browser's copy), and a reload brings
+    the whole conversation back. Before the page's key was kept in the store, the restarted
+    server could not read what the browser kept."""
     import os
 
     from servers import BOT_MESSAGES, CHROMIUM, CHROMIUM_ARGS, chat_on_page
@@ -470,12 +471,18 @@ def test_serve_restarted_under_an_open_page_keeps_the_conversation(tmp_path, see
             page.wait_for_function("(localStorage.getItem('paper-assistant-conversation') || '').length > 200")
             serve.stop()
             serve = start_serve(store, port=port)
-            page.reload()
-            page.wait_for_selector("#pa-status:has-text('Conversation restored')")
-            assert BACKDOOR_Q in page.locator("#pa-chat [data-testid='user']").first.inner_text()
+            # the page stayed open: its next follow-up continues the kept conversation
+            kept = page.evaluate("localStorage.getItem('paper-assistant-conversation')")
             assert "Haichang Gao" in chat_on_page(page, "Who wrote it?")
             latest = page.locator("#pa-sources .latest .src-card")
             assert [latest.nth(i).get_attribute("data-paper-id") for i in range(latest.count())] == [cited]
+            page.wait_for_function("v => localStorage.getItem('paper-assistant-conversation') !== v",
+                                   arg=kept)  # the browser's copy now holds both answers
+            # a reload: both answers come back from the browser
+            page.reload()
+            page.wait_for_selector("#pa-status:has-text('Conversation restored from this browser: 2 answers')")
+            users = page.locator("#pa-chat [data-testid='user']")
+            assert BACKDOOR_Q in users.first.inner_text() and "Who wrote it?" in users.last.inner_text()
             assert page.locator(BOT_MESSAGES).count() == 2
             browser.close()
     finally:

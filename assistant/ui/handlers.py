@@ -120,7 +120,7 @@ class Page:
     @property
     def chat_inputs(self) -> list:
         return [self.msg, self.session, self.mode, self.categories, self.authors, self.year_min,
-                self.year_max, self.k]
+                self.year_max, self.k, self.kept]
 
     @property
     def chat_outputs(self) -> list:
@@ -200,11 +200,14 @@ class PageHandlers:
             return {"papers": 0, "chunks": 0}
 
     # ------------------------------------------------------------------ chat
-    def respond(self, message, session, mode, categories, authors, year_min, year_max, k):
+    def respond(self, message, session, mode, categories, authors, year_min, year_max, k,
+                kept=None):
         """Stream one turn: papers found first, then the answer as it is written, then the
-        checked answer with clickable markers and its source cards."""
+        checked answer with clickable markers and its source cards. `kept`: the browser's copy
+        of the conversation, which the session continues when it holds nothing yet (a page
+        left open while the server restarted: its session state is gone, its copy is not)."""
         p = self.page
-        session = session or new_session()
+        session = self._continued(session or new_session(), kept)
         try:
             message = conversation.check_message(message, self.pa.settings.max_message_chars)
         except InputError as exc:  # a notice says why; what was typed stays in the box to fix
@@ -327,6 +330,15 @@ class PageHandlers:
         path = self._session_file(session, "references.bib")
         path.write_text(bibtex_entries(cites), encoding="utf-8")
         return str(path)
+
+    def _continued(self, session: dict, kept) -> dict:
+        if session["transcript"].exchanges or not isinstance(kept, dict) or not kept.get("exchanges"):
+            return session
+        try:
+            return self.session_from(check_transcript(kept, "the conversation kept in this browser"))
+        except TranscriptError as exc:
+            log.warning("%s", exc)
+            return session
 
     def reset(self) -> dict:
         """A new conversation, here and in the browser's copy."""
