@@ -167,30 +167,33 @@ class Planner:
         """The model's reading of the best candidates, unless the gate is sure of the best one
         (or no model can read, or the floor refuses: then the gate alone judges)."""
         sure = self.policy.reading_sure or self.judge.threshold
-        if not judged or judged[0].p >= sure or self.reader is None:
+        if not judged or judged[0].p >= sure:
             return None
-        reader = self.reader()
-        if reader is None or not reader.worth_reading(judged):
-            return None
-        notify = getattr(self._local, "on_reading", None)
-        if notify is not None:
-            notify([j.hit for j in judged])
-        return reader.read(question, judged)
+        reader = self._reader_for(judged, judged)
+        return reader.read(question, judged) if reader is not None else None
 
     def _read_topic(self, topic: str, judged: list[Judged]) -> Optional[Read]:
         """A summary's best candidates read against its topic: the reading decides their
         membership (None: no model can read, or the floor refuses; the gate alone judges)."""
-        if self.reader is None or self.policy.summary_reading_papers <= 0:
+        papers = self.policy.summary_reading_papers
+        if papers <= 0:
             return None
-        reader = self.reader()
+        reader = self._reader_for(judged, judged[:papers])
+        if reader is None:
+            return None
+        return reader.read_topic(topic, judged, papers, self.policy.summary_reading_threshold,
+                                 self.policy.summary_reading_gate_weight)
+
+    def _reader_for(self, judged: list[Judged], shown: list[Judged]) -> Optional[Reader]:
+        """The model that will read these candidates, once the listener (the page, /v1) has
+        been told which (`shown`) it reads; None when no model can read or the floor refuses."""
+        reader = self.reader() if self.reader is not None else None
         if reader is None or not reader.worth_reading(judged):
             return None
         notify = getattr(self._local, "on_reading", None)
         if notify is not None:
-            notify([j.hit for j in judged[: self.policy.summary_reading_papers]])
-        return reader.read_topic(topic, judged, self.policy.summary_reading_papers,
-                                 self.policy.summary_reading_threshold,
-                                 self.policy.summary_reading_gate_weight)
+            notify([j.hit for j in shown])
+        return reader
 
     def _worth_rewriting(self, judged: list[Judged]) -> bool:
         return (self.policy.rewrite and self.rewriter is not None and bool(judged)

@@ -129,15 +129,22 @@ class Reader:
         """Only what the gate finds near enough (judged is best first): the floor."""
         return bool(judged) and judged[0].p >= self.policy.reading_floor
 
+    def _yes_each(self, text: str, judged: Sequence[Judged],
+                  candidates: list[Judged]) -> Optional[list[float]]:
+        """Each candidate's yes against `text`; None when the floor refuses or the model fails."""
+        if not self.worth_reading(judged):
+            return None
+        try:
+            return [self.yes(text, j.paper) for j in candidates]
+        except BackendError:
+            return None
+
     def read(self, question: str, judged: Sequence[Judged]) -> Optional[Read]:
         """The `reading_papers` best candidates read and judged; None when the floor refuses
         or the model fails (nothing was read, so nothing may be said of what the papers say)."""
-        if not self.worth_reading(judged):
-            return None
         candidates = list(judged[: self.policy.reading_papers])
-        try:
-            yes = [self.yes(question, j.paper) for j in candidates]
-        except BackendError:
+        yes = self._yes_each(question, judged, candidates)
+        if yes is None:
             return None
         read = [replace(j, p=self.model.proba(j.p, y, lead),
                         features={**j.features, "gate_p": j.p, "yes": y, "yes_lead": lead})
@@ -151,12 +158,9 @@ class Reader:
         topic_proba(its gate p, its own yes) reaches `threshold`. No lead: a topic has many
         papers, and one standing out from the rest says nothing of whether the others belong.
         None as for read()."""
-        if not self.worth_reading(judged):
-            return None
         candidates = list(judged[:papers])
-        try:
-            yes = [self.yes(topic, j.paper) for j in candidates]
-        except BackendError:
+        yes = self._yes_each(topic, judged, candidates)
+        if yes is None:
             return None
         read = [replace(j, p=topic_proba(j.p, y, gate_weight),
                         features={**j.features, "gate_p": j.p, "yes": y})

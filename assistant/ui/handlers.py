@@ -69,6 +69,14 @@ def browser_secret(store_dir: Path) -> Optional[str]:
         return None
 
 
+def kept_transcript(kept) -> Optional[Transcript]:
+    """The conversation the browser kept (`page.kept`), None when it kept none; TranscriptError
+    when what it kept is not one (e.g. kept by another version)."""
+    if not isinstance(kept, dict) or not kept.get("exchanges"):
+        return None
+    return check_transcript(kept, "the conversation kept in this browser")
+
+
 def new_session() -> dict:
     """A conversation's state on the server: the transcript (what follow-ups and the downloads
     read), each answer's sources (`records`, for the panel) and the chat's messages."""
@@ -332,13 +340,14 @@ class PageHandlers:
         return str(path)
 
     def _continued(self, session: dict, kept) -> dict:
-        if session["transcript"].exchanges or not isinstance(kept, dict) or not kept.get("exchanges"):
+        if session["transcript"].exchanges:
             return session
         try:
-            return self.session_from(check_transcript(kept, "the conversation kept in this browser"))
+            transcript = kept_transcript(kept)
         except TranscriptError as exc:
             log.warning("%s", exc)
             return session
+        return self.session_from(transcript) if transcript is not None else session
 
     def reset(self) -> dict:
         """A new conversation, here and in the browser's copy."""
@@ -350,14 +359,14 @@ class PageHandlers:
     def restore(self, kept) -> dict:
         """On load: the conversation this browser kept comes back into the chat, the sources
         panel, the downloads and the history that follow-ups ("who wrote it?") read."""
-        if not isinstance(kept, dict) or not kept.get("exchanges"):
-            return gr.skip()  # nothing kept: the page as it loads
         try:
-            transcript = check_transcript(kept, "the conversation kept in this browser")
+            transcript = kept_transcript(kept)
         except TranscriptError as exc:  # e.g. kept by another version: start afresh, say so
             log.warning("%s", exc)
             gr.Warning(BROWSER_COPY_UNREADABLE)
             return gr.skip()
+        if transcript is None:
+            return gr.skip()  # nothing kept: the page as it loads
         p, session = self.page, self.session_from(transcript)
         n, last = len(transcript.exchanges), transcript.exchanges[-1]
         return {p.chatbot: session["messages"], p.sources: sources_panel(session["records"]),
