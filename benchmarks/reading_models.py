@@ -3,10 +3,11 @@
     .venv/bin/python benchmarks/reading_models.py collect [SET ...]      # the readings (slow)
     .venv/bin/python benchmarks/reading_models.py compare MODEL.json ...  # each model (instant)
 
-`collect` asks every single-turn question (answerable "qa" and out-of-corpus "none") of the
-blind reworded sets (and, named `scifact_heldout`, the 150 SciFact claims `evaluate.py` asks) with the packaged model reading (`--reading local`, no prose) and keeps, per
-question, the gate's three best candidates, whether the gate was sure (then it answers unread)
-and, when the model read them, each one's (gate p, yes, lead), with what was cited. The readings
+`collect` asks every single-turn question (answerable "qa" and "claim", out-of-corpus "none")
+of the blind reworded sets (SET: a name of evaluate.py's, e.g. `scifact-heldout` for the 150
+SciFact claims it asks) with the packaged model reading (`--reading local`, no prose) and keeps,
+per question, what was cited and, for each judgement the model read, each read candidate's
+(gate p, yes, lead). The readings
 do not depend on the reading model, so `compare` judges them again with each model file given
 (the shipped `assistant/data/reading_model.json` first) and prints per set and level:
 answerable questions whose paper is cited, wrong papers, out-of-corpus questions refused. For
@@ -24,26 +25,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpora import ROOT, open_corpus, read_jsonl, seed_ids_by_key  # noqa: E402
+from corpora import ROOT, open_corpus, read_jsonl  # noqa: E402
+from evaluate import DEFAULT_SETS, load_items  # noqa: E402
 
-QUESTIONS = ROOT / "benchmarks" / "questions"
 OUT = ROOT / "benchmarks" / ".stores" / "reading_models.jsonl"
 ANSWERABLE = ("qa", "claim")
-SETS = ("seed_reworded", "seed_reworded_2", "seed_reworded_3", "arxiv_math_reworded",
-        "arxiv_math_reworded_2", "ml_conf_reworded", "ml_conf_reworded_2")
-
-
-def corpus_of(set_name: str) -> str:
-    return next(c for c in ("seed", "arxiv_math", "ml_conf", "scifact") if set_name.startswith(c))
-
-
-def items_of(set_name: str) -> list[dict]:
-    """A blind set's questions, or (scifact_heldout) the SciFact claims evaluate.py asks."""
-    if set_name == "scifact_heldout":
-        from evaluate import scifact_heldout_items
-
-        return scifact_heldout_items(150)
-    return read_jsonl(QUESTIONS / f"{set_name}.jsonl")
+SETS = ("seed-reworded", "seed-reworded-2", "seed-reworded-3", "arxiv_math-reworded",
+        "arxiv_math-reworded-2", "ml_conf-reworded", "ml_conf-reworded-2")
+SCIFACT_CLAIMS = 150  # evaluate.py's --scifact-limit default
 
 
 def collect(sets: list[str]) -> None:
@@ -55,10 +44,8 @@ def collect(sets: list[str]) -> None:
     seen: dict = {}
     chosen, read = plan.Planner._chosen, reading.Reader.read
 
-    def chosen_recorded(self, question, judged, singular, plural):
-        sure = self.policy.reading_sure or self.judge.threshold
-        seen.setdefault("calls", []).append({"sure": bool(judged) and judged[0].p >= sure,
-                                             "top": [(j.paper.paper_id, j.p) for j in judged[:3]]})
+    def chosen_recorded(self, question, judged, singular, plural):  # one call per judgement
+        seen.setdefault("calls", []).append({})
         return chosen(self, question, judged, singular, plural)
 
     def read_recorded(self, question, judged):
@@ -72,16 +59,16 @@ def collect(sets: list[str]) -> None:
     done = {r["id"] for r in read_jsonl(OUT)} if OUT.exists() else set()
     with OUT.open("a") as out:
         for name in sets:
-            pa = open_corpus(corpus_of(name))
-            keys = seed_ids_by_key(pa) if corpus_of(name) == "seed" else {}
-            for item in items_of(name):
+            corpus, path = DEFAULT_SETS[name]
+            pa = open_corpus(corpus)
+            for item in load_items(corpus, path, pa, SCIFACT_CLAIMS):  # seed keys as paper ids
                 if item["kind"] not in ANSWERABLE + ("none",) or len(item["turns"]) != 1 or item["id"] in done:
                     continue
                 seen.clear()
                 answer = pa.ask(item["turns"][0])
                 out.write(json.dumps({
                     "id": item["id"], "set": name, "kind": item["kind"], "level": item.get("level"),
-                    "expect": [keys.get(e, e) for e in item["expect"]],
+                    "expect": item["expect"],
                     "cited": [c.paper_id for c in answer.citations], "calls": seen.get("calls", [])}) + "\n")
                 out.flush()
 
