@@ -234,6 +234,10 @@ class Settings(BaseSettings):
     serve_parallel: int = Field(
         8, ge=0, le=64, description="llama-server slots `serve` gives the local model by default "
                                     "(docs/scale.md: 8 users at once, side by side with in-process).")
+    serve_shutdown_grace: float = Field(
+        3.0, ge=0, le=600, description="Seconds `serve` waits after Ctrl-C or SIGTERM for open "
+        "requests to finish before it stops them. An open page keeps an event stream open for as "
+        "long as it is shown, so without a limit `serve` would not stop while a browser has it open.")
     theme_similarity: float = 0.45  # a summary's themes: groups of papers at least this similar (cosine)
     max_themes: int = 6
     # a summary's prose: one sentence per theme about its first paper, then the next papers of

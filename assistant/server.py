@@ -166,4 +166,5 @@ def serve(host: str = SERVE_HOST, port: int = SERVE_PORT, auth: Optional[str] = 
 
     threading.Thread(target=_warm_up, args=(pa,), daemon=True, name="warm-up").start()
     # access_log off: request lines are noise here, and nothing about requests needs logging.
-    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False,
+                timeout_graceful_shutdown=settings.serve_shutdown_grace)
