@@ -10,6 +10,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
@@ -123,15 +124,21 @@ def _close_models() -> None:
 
 def _chat_prompt(llama: Any, messages: Sequence[dict]) -> str:
     """The messages in the model's chat format, ending where the assistant's reply begins."""
-    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
     template = llama.metadata.get("tokenizer.chat_template")
     if template is None:
         raise ValueError("the model has no chat template to score replies with")
     token = lambda i: llama.detokenize([i], special=True).decode("utf-8", "ignore")  # noqa: E731
-    formatter = Jinja2ChatFormatter(template, eos_token=token(llama.token_eos()),
-                                    bos_token=token(llama.token_bos()), add_generation_prompt=True)
+    formatter = _chat_formatter(template, token(llama.token_eos()), token(llama.token_bos()))
     return formatter(messages=list(messages)).prompt
+
+
+@lru_cache(maxsize=4)
+def _chat_formatter(template: str, eos: str, bos: str) -> Any:
+    """The GGUF's chat template compiled once (Jinja compiles it anew for every formatter, tens of
+    milliseconds per reading); rendering a compiled template is safe from several threads."""
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    return Jinja2ChatFormatter(template, eos_token=eos, bos_token=bos, add_generation_prompt=True)
 
 
 def _choice_probabilities(llama: Any, prompt: str, options: Sequence[str]) -> list[float]:
@@ -253,10 +260,14 @@ class LocalLlamaCPP(CustomLLM):
         model's reading of a candidate paper (answer/reading.py)."""
         llama = self.load()
         assert self._loaded is not None
+        try:
+            prompt = _chat_prompt(llama, messages)  # before taking the model's turn
+        except ValueError as exc:
+            raise BackendError(f"local model failed to read: {exc}") from exc
         for _ in self._loaded.lock.wait(self.timeout):
             pass  # waiting in line: nothing to show for a reading
         try:
-            return _choice_probabilities(llama, _chat_prompt(llama, messages), options)
+            return _choice_probabilities(llama, prompt, options)
         except (ValueError, RuntimeError) as exc:
             raise BackendError(f"local model failed to read: {exc}") from exc
         finally:
