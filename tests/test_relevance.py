@@ -100,3 +100,23 @@ def test_named_authors_papers_are_relevant(judge):
     assert names and all("pontil" in n for n in names)
     judged = j.judge("What did Pontil work on?", pa.search("What did Pontil work on?", k=20))
     assert len([x for x in judged if x.author_match and x.p == 1.0]) == 2
+
+
+def test_a_surname_the_collection_also_uses_as_a_word_is_not_a_named_author():
+    # "Taylor" is an author's surname and, elsewhere in the collection, the Taylor of "Taylor
+    # expansion": alone, and in "the Taylor–Wiles method", it does not make her papers certain
+    papers = [
+        Paper(paper_id="t", title="Sobolev thresholds", abstract="Evolution equations.",
+              authors=["Mitchell A. Taylor"]),
+        Paper(paper_id="e", title="Error bounds", abstract="A Taylor expansion of the flow.",
+              authors=["Ana Ruiz"]),
+        Paper(paper_id="k", title="Causal effects", abstract="Federated estimation.",
+              authors=["Rémi Khellaf"]),
+    ]
+    stats = CorpusStats.build(papers)
+    assert authors_named("How does the Taylor–Wiles method differ from Wiles' proof?", stats) == []
+    assert authors_named("What did Taylor work on?", stats) == []
+    # with the first name, or in full, it is her; a surname the texts never use is a name
+    assert authors_named("What did Mitchell Taylor work on?", stats) == ["mitchell a. taylor"]
+    assert authors_named("What did Mitchell A. Taylor work on?", stats) == ["mitchell a. taylor"]
+    assert authors_named("What is the Khellaf paper about?", stats) == ["rémi khellaf"]

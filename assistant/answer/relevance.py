@@ -25,7 +25,7 @@ import numpy as np
 
 from ..config import DATA_DIR, RelevancePolicy
 from ..stats import CorpusStats, PaperTerms
-from ..text import distinctive_tokens, normalise, split_sentences, terms
+from ..text import distinctive_tokens, normalise, split_sentences, stem, terms
 from ..types import Hit
 
 MODEL_PATH = DATA_DIR / "relevance_model.json"
@@ -208,18 +208,33 @@ def sentence_similarity(query: str, hits: Sequence[Hit], embed: Optional[Sentenc
 
 def authors_named(query: str, stats: CorpusStats) -> list[str]:
     """Corpus author names in the question: a full name, or a surname written as a name
-    (capitalised, or long) — "the Khellaf paper", "What did Pontil work on?"."""
+    (capitalised, or long) — "the Khellaf paper", "What did Pontil work on?" — that the
+    collection does not also use as a word (see `used_as_word`), unless the author's first name
+    is there too."""
     q = normalise(query)
     found = [name for name in stats.authors if len(name) > 4 and name in q]
     in_full = {w for name in found for w in name.split()}
+    words = set(q.split())
     for tok in re.findall(r"[^\W\d_][\w'-]*", query):
         low = normalise(tok)
         if low in NOT_NAMES or len(low) < 4 or low in in_full:
             continue
         if not (tok[0].isupper() or len(low) >= 7):
             continue
-        found.extend(n for n in sorted(stats.surnames.get(low, ())) if n not in found)
+        names = sorted(stats.surnames.get(low, ()))
+        if names and used_as_word(low, names, stats):  # "Emily King" still names Emily J. King
+            names = [n for n in names if n.split()[0] in words]
+        found.extend(n for n in names if n not in found)
     return found
+
+
+def used_as_word(surname: str, names: Sequence[str], stats: CorpusStats) -> bool:
+    """Does the collection's text hold the surname beyond the records of the authors who bear
+    it: the Krylov of "Krylov subspace", the Taylor of "Taylor expansion", a first name? Then a
+    question's "Taylor" alone ("the Taylor–Wiles method") may not mean them, and their papers are
+    judged like any other instead of counting as certain. A full name still counts."""
+    own = set().union(*(stats.authors.get(n, set()) for n in names))
+    return stats.df.get(stem(surname), 0) > len(own)
 
 
 def leads(paper, names: Sequence[str]) -> bool:
