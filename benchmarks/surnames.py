@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -22,8 +21,7 @@ sys.path.insert(0, str(HERE))
 
 from corpora import open_corpus  # noqa: E402
 
-from assistant.answer.relevance import NOT_NAMES, authors_named, used_as_word  # noqa: E402
-from assistant.text import normalise  # noqa: E402
+from assistant.answer.relevance import authors_named, full_names_in, surname_mentions  # noqa: E402
 
 QUESTIONS = HERE / "questions"
 SEED_SETS = [HERE.parent / "tests" / "data" / "seed_heldout.jsonl",
@@ -31,20 +29,10 @@ SEED_SETS = [HERE.parent / "tests" / "data" / "seed_heldout.jsonl",
 
 
 def set_aside(message: str, stats) -> list[str]:
-    """The surnames of the message that `authors_named` reads as names but for the rule, and
-    that the rule sets aside (for some or all of the authors who bear them)."""
-    q = normalise(message)
-    in_full = {w for name in stats.authors if len(name) > 4 and name in q for w in name.split()}
-    words = set(q.split())
-    out = []
-    for tok in re.findall(r"[^\W\d_][\w'-]*", message):
-        low = normalise(tok)
-        if low in NOT_NAMES or len(low) < 4 or low in in_full or not (tok[0].isupper() or len(low) >= 7):
-            continue
-        names = sorted(stats.surnames.get(low, ()))
-        if names and used_as_word(low, names, stats) and any(n.split()[0] not in words for n in names):
-            out.append(tok)
-    return out
+    """The surnames of the message that the rule keeps from naming some or all of the authors
+    who bear them."""
+    mentions = surname_mentions(message, stats, full_names_in(message, stats))
+    return [tok for tok, bearers, named in mentions if named != bearers]
 
 
 def messages(item: dict) -> list[str]:

@@ -211,21 +211,40 @@ def authors_named(query: str, stats: CorpusStats) -> list[str]:
     (capitalised, or long) — "the Khellaf paper", "What did Pontil work on?" — that the
     collection does not also use as a word (see `used_as_word`), unless the author's first name
     is there too."""
+    found = full_names_in(query, stats)
+    for _, _, named in surname_mentions(query, stats, found):
+        found.extend(n for n in named if n not in found)
+    return found
+
+
+def full_names_in(query: str, stats: CorpusStats) -> list[str]:
     q = normalise(query)
-    found = [name for name in stats.authors if len(name) > 4 and name in q]
-    in_full = {w for name in found for w in name.split()}
+    return [name for name in stats.authors if len(name) > 4 and name in q]
+
+
+def surname_mentions(query: str, stats: CorpusStats,
+                     full_names: Sequence[str]) -> list[tuple[str, list[str], list[str]]]:
+    """Each word of the question written as a corpus surname (capitalised, or long; not part of
+    one of `full_names`, the full names it gives): (the word, the authors who bear it, those it
+    names). It names all of them, unless the collection also uses it as a word; then only those
+    whose first name the question gives too ("Emily King" still names Emily J. King)."""
+    q = normalise(query)
+    in_full = {w for name in full_names for w in name.split()}
     words = set(q.split())
+    mentions = []
     for tok in re.findall(r"[^\W\d_][\w'-]*", query):
         low = normalise(tok)
         if low in NOT_NAMES or len(low) < 4 or low in in_full:
             continue
         if not (tok[0].isupper() or len(low) >= 7):
             continue
-        names = sorted(stats.surnames.get(low, ()))
-        if names and used_as_word(low, names, stats):  # "Emily King" still names Emily J. King
-            names = [n for n in names if n.split()[0] in words]
-        found.extend(n for n in names if n not in found)
-    return found
+        bearers = sorted(stats.surnames.get(low, ()))
+        if not bearers:
+            continue
+        named = ([n for n in bearers if n.split()[0] in words]
+                 if used_as_word(low, bearers, stats) else bearers)
+        mentions.append((tok, bearers, named))
+    return mentions
 
 
 def used_as_word(surname: str, names: Sequence[str], stats: CorpusStats) -> bool:
