@@ -45,7 +45,7 @@ from .answer.themes import kmeans, target_groups
 from .map_labels import name_groups
 from .types import Paper
 
-MAP_FORMAT = 3  # of the cached files; another is rebuilt (3: t-SNE layout, connected themes, c-TF-IDF names)
+MAP_FORMAT = 4  # of the cached files; another is rebuilt (4: t-SNE layout, connected themes, names as covers)
 POWER_ITERATIONS = 60  # block power iterations of the PCA (converged to ~1e-6 on MiniLM vectors)
 TSNE_MIN_PAPERS = 50  # fewer: PCA (t-SNE needs ~3 × perplexity neighbours per paper to place it)
 

@@ -4,11 +4,16 @@
                                                      #   ["federated learning", "backdoor attacks"]), ...]
 
 Class-based TF-IDF (c-TF-IDF) over phrases of one to three words from the papers' titles and
-abstracts: a phrase scores by the share of the theme's papers using it (a use in a title counts
-twice: a title says what the paper is about), times how rare it is across the themes
-(log(1 + 1 / the sum of its shares over all themes)), so "federated learning"
-names the theme where a third of the papers use it and few elsewhere do, while "neural networks",
-used everywhere, names none. Phrases are runs of words between stop words, generic research
+abstracts tells how distinctive a phrase is: log(1 + 1 / the sum of its shares over all themes),
+where a phrase's share in a theme is the share of the theme's papers using it (a use in a title
+counts twice: a title says what the paper is about). "Neural networks", used everywhere, names
+no theme. A theme of a large collection is broad (a twelfth of 5,000 papers), so one phrase
+describes only some of its papers; a name is therefore picked as a cover: first the phrase with
+the best share × distinctiveness, then the phrase that adds the most of the papers not yet
+described (their weight), times its distinctiveness, up to NAME_PHRASES ("Clustering, community
+detection, social networks"). A phrase that only restates a chosen one adds no papers and is
+not picked ("gans" after "generative adversarial networks").
+Phrases are runs of words between stop words, generic research
 words ("propose", "outperforms", "typically") and punctuation, so a name is words that stand
 together in the papers; a few generic nouns may be part of a phrase ("reinforcement learning",
 "language models") but not all of it.
@@ -34,8 +39,8 @@ LABEL_SAMPLE = 300  # papers read per theme (seeded sample)
 MAX_WORDS = 3  # longest phrase
 MIN_SHARE = 0.08  # a name is used by at least this share of the theme's papers…
 MIN_PAPERS = 2  # …and by at least this many
-NAME_PHRASES = 2  # phrases in a name
-SECOND_PHRASE = 0.4  # the second phrase is kept if it scores at least this share of the first
+NAME_PHRASES = 3  # phrases in a name at most
+NEXT_PHRASE = 0.4  # a further phrase is kept if it adds at least this share of the first's score
 EXTEND = 0.5  # a phrase is named by a longer one holding it that this share of its papers use
 LONGER_BONUS = {1: 1.0, 2: 1.6, 3: 1.8}  # "federated learning" reads better than "federated"
 OTHER = "Other papers"
@@ -54,8 +59,9 @@ http https www com org net html github doi
 ADVERB_RE = re.compile(r"[a-z]{4,}ly$")  # "typically", "consistently": never in a name
 NOT_ADVERBS = frozenset("anomaly family assembly monopoly supply butterfly".split())
 
-CLAUSE_RE = re.compile(r"[^a-z0-9\s-]+|\s-\s|--")  # punctuation ends a phrase
-WORD_RE = re.compile(r"[a-z][a-z0-9-]*[a-z0-9]")
+CLAUSE_RE = re.compile(r"[^\w\s-]+|_+|\s-\s|--")  # punctuation ends a phrase
+# a word: letters of any alphabet ("schrödinger"), digits and inner hyphens
+WORD_RE = re.compile(r"[^\W\d_][\w-]*[^\W_]")
 
 
 def paper_phrases(paper: Paper) -> set[str]:
@@ -97,14 +103,17 @@ def _ngrams(run: list[str]) -> set[str]:
 
 @dataclass
 class ThemeWords:
-    """A theme's phrases: `papers` using each, its `weight` (uses in titles count again), and
-    the number of papers `read`."""
-    papers: Counter
-    weight: Counter
+    """A theme's phrases: for each, the papers using it by their row among the `read` papers,
+    with the weight of the use (2 in the title, else 1)."""
+    uses: dict[str, dict[int, int]]
     read: int
 
     def share(self, phrase: str) -> float:
-        return self.weight[phrase] / self.read if self.read else 0.0
+        return sum(self.uses.get(phrase, {}).values()) / self.read if self.read else 0.0
+
+    def papers(self) -> Counter:
+        """How many papers use each phrase."""
+        return Counter({phrase: len(rows) for phrase, rows in self.uses.items()})
 
 
 def theme_words(groups: Sequence[Sequence[Paper]], seed: int = 0) -> list[ThemeWords]:
@@ -115,47 +124,62 @@ def theme_words(groups: Sequence[Sequence[Paper]], seed: int = 0) -> list[ThemeW
         papers = list(papers)
         if len(papers) > LABEL_SAMPLE:
             papers = [papers[i] for i in sorted(rng.choice(len(papers), LABEL_SAMPLE, replace=False))]
-        used: Counter = Counter()
-        in_titles: Counter = Counter()
-        for p in papers:
-            used.update(paper_phrases(p))
-            in_titles.update(text_phrases(p.title))
-        out.append(ThemeWords(used, used + in_titles, len(papers)))
+        uses: dict[str, dict[int, int]] = {}
+        for row, p in enumerate(papers):
+            in_title = text_phrases(p.title)
+            for phrase in paper_phrases(p):
+                uses.setdefault(phrase, {})[row] = 2 if phrase in in_title else 1
+        out.append(ThemeWords(uses, len(papers)))
     return out
 
 
-def scored_phrases(themes: list[ThemeWords], theme: int) -> list[tuple[float, str]]:
-    """c-TF-IDF of the theme's phrases used by enough of its papers, best first."""
+def distinctive(themes: list[ThemeWords], theme: int) -> dict[str, float]:
+    """The theme's phrases used by enough of its papers, each with how distinctive it is of the
+    theme (the c-TF-IDF rarity, times a bonus for longer phrases)."""
     words = themes[theme]
     need = max(MIN_PAPERS, math.ceil(MIN_SHARE * words.read))
-    scored = []
-    for phrase, n in words.papers.items():
-        if n < need:
-            continue
-        everywhere = sum(t.share(phrase) for t in themes)
-        weight = LONGER_BONUS[phrase.count(" ") + 1]
-        scored.append((words.share(phrase) * math.log1p(1.0 / everywhere) * weight, phrase))
-    return sorted(scored, key=lambda s: (-s[0], s[1]))
+    out = {}
+    for phrase, rows in words.uses.items():
+        if len(rows) >= need:
+            everywhere = sum(t.share(phrase) for t in themes)
+            out[phrase] = math.log1p(1.0 / everywhere) * LONGER_BONUS[phrase.count(" ") + 1]
+    return out
 
 
-def pick_name(scored: list[tuple[float, str]], counts: Counter) -> list[str]:
-    """Up to NAME_PHRASES phrases that say different things ("spiking neurons", not also
-    "spiking"), the later ones only if they score near the first; each as its usual longer
-    form ("generative adversarial" → "generative adversarial networks")."""
+def pick_name(themes: list[ThemeWords], theme: int) -> list[str]:
+    """Up to NAME_PHRASES phrases that together describe most of the theme's papers: each
+    time the phrase whose papers not yet described (by weight) times its distinctiveness
+    scores best, the later ones only if they score at least NEXT_PHRASE of the first; each
+    as its usual longer form ("generative adversarial" → "generative adversarial networks"),
+    never one that repeats a chosen phrase's words ("spiking neurons", not also "spiking")."""
+    words = themes[theme]
+    candidates = distinctive(themes, theme)
+    counts = words.papers()
+    described: set[int] = set()
     chosen: list[str] = []
     chosen_stems: set[str] = set()
-    for score, phrase in scored:
-        if chosen and score < SECOND_PHRASE * scored[0][0]:
+    first = 0.0
+    while candidates and len(chosen) < NAME_PHRASES:
+        loss, phrase = min((-_adds(words.uses[p], described) * rarity / words.read, p)
+                           for p, rarity in candidates.items())  # ties: alphabetical
+        score = -loss
+        if score <= 0 or score < NEXT_PHRASE * first:
             break
+        first = first or score
+        del candidates[phrase]
         phrase = longer_form(phrase, counts)
         phrase_stems = {root(w) for w in phrase.split()}
         if phrase_stems & chosen_stems:
             continue
         chosen.append(phrase)
         chosen_stems |= phrase_stems
-        if len(chosen) == NAME_PHRASES:
-            break
+        described |= words.uses[phrase].keys()
     return chosen
+
+
+def _adds(rows: dict[int, int], described: set[int]) -> int:
+    """The weight of a phrase's uses in papers no chosen phrase describes yet."""
+    return sum(weight for row, weight in rows.items() if row not in described)
 
 
 def root(word: str) -> str:
@@ -181,6 +205,6 @@ def name_groups(groups: Sequence[Sequence[Paper]], seed: int = 0) -> list[tuple[
     themes = theme_words(groups, seed)
     out = []
     for theme in range(len(groups)):
-        phrases = pick_name(scored_phrases(themes, theme), themes[theme].papers)
+        phrases = pick_name(themes, theme)
         out.append((", ".join(phrases).capitalize(), phrases) if phrases else (OTHER, []))
     return out

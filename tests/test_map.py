@@ -291,6 +291,27 @@ def test_themes_are_named_by_the_phrases_that_set_them_apart():
     assert not {"attention typically", "typically", "attention fast", "models"} & words
 
 
+def test_a_broad_theme_is_named_by_phrases_that_together_describe_its_papers():
+    # a theme of three subjects: one phrase describes a third of it; the name covers all three,
+    # and a phrase that restates a chosen one ("gans") adds no papers and is not picked
+    broad = ([_paper(i, f"Variational inference for {w}", f"Variational inference in {w} models.")
+              for i, w in enumerate(["topic", "mixture", "factor", "hidden"])]
+             + [_paper(10 + i, f"Gaussian processes with {w}", f"Gaussian processes and {w}.")
+                for i, w in enumerate(["inducing points", "deep kernels", "warping", "noise"])]
+             + [_paper(20 + i, f"Monte Carlo sampling of {w}", f"Monte Carlo sampling for {w}.")
+                for i, w in enumerate(["posteriors", "partition functions", "tails", "graphs"])])
+    gan = [_paper(30 + i, f"Generative adversarial networks (GANs) for {w}",
+                  f"Generative adversarial networks, or GANs, applied to {w}.")
+           for i, w in enumerate(["faces", "audio", "text", "tables"])]
+    other = [_paper(40 + i, f"Convex optimization of {w}", f"Convex optimization for {w}.")
+             for i, w in enumerate(["markets", "circuits", "portfolios", "schedules"])]
+    names = name_groups([broad, gan, other])
+    assert set(names[0][1]) == {"variational inference", "gaussian processes", "monte carlo sampling"}
+    assert names[1][1] == ["generative adversarial networks"]
+    # words of any alphabet are words: "schrödinger" is not cut at its "ö"
+    assert "schrödinger equation" in paper_phrases(_paper(0, "The Schrödinger equation", ""))
+
+
 def test_cli_map_prints_themes_json_and_html(pa, tmp_path):
     runner = CliRunner()
     store = str(pa.settings.store_dir)
