@@ -17,7 +17,7 @@ from .conversation import InputError, check_message, extend, make_filters, parse
 from .corpus import CorpusError
 from .index import StoreError
 from .library import PaperAssistant
-from .render import answer_payload, author_line, hits_json, references_markdown
+from .render import answer_payload, author_line, hits_json, reading_notice, references_markdown
 from .transcript import (NEW_SAVED, NO_FOLDER, NOT_SAVING, RESUMED, SAME_FILE, SAVE_EXISTS,
                          WRITE_FAILED, Transcript, TranscriptError, load_transcript,
                          save_markdown, save_transcript)
@@ -363,6 +363,9 @@ def _run_turn(pa, message: str, history: list, mode, filters, k, as_json: bool):
             if kind == "retrieved" and payload:
                 titles = "; ".join(h.paper.title[:50] for h in payload[:5])
                 live.update(f"[dim]found: {titles}[/]")
+            elif kind == "reading" and payload:
+                titles = "; ".join(h.paper.title[:50] for h in payload[:5])
+                live.update(f"[dim]{reading_notice(len(payload))}: {titles}[/]")
             elif kind == "token":
                 draft += payload
                 live.update(Markdown(draft))

@@ -127,8 +127,8 @@ class RemoteAssistant:
 
     def ask_stream(self, message: str, history: Sequence[Turn] = (), mode: Optional[str] = None,
                    filters: Optional[Filters] = None, k: Optional[int] = None) -> Iterator:
-        """The events of PaperAssistant.ask_stream: ("retrieved", [Hit]), ("waiting", ahead),
-        ("token", str)..., ("final", Answer)."""
+        """The events of PaperAssistant.ask_stream: ("reading", [Hit]), ("retrieved", [Hit]),
+        ("waiting", ahead), ("token", str)..., ("final", Answer)."""
         body = self._body(message, history, mode, filters, k, stream=True)
         answered = False
         with self._errors(), self._http.stream("POST", "/v1/chat/completions", json=body) as r:
@@ -175,9 +175,10 @@ class RemoteAssistant:
     def _events(self, chunk: dict) -> Iterator[tuple]:
         if "error" in chunk:  # failed after the answer began: in-band, OpenAI style
             raise self._error(200, chunk)
-        if chunk.get("retrieved") is not None:
-            yield "retrieved", [hit_from_json(h) for h in chunk["retrieved"]]
         extra = chunk.get("paper_assistant") or {}
+        if chunk.get("retrieved") is not None:
+            yield ("reading" if extra.get("reading") else "retrieved",
+                   [hit_from_json(h) for h in chunk["retrieved"]])
         if extra.get("waiting"):
             yield "waiting", int(extra.get("ahead", 0))
         for choice in chunk.get("choices") or []:

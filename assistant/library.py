@@ -260,7 +260,9 @@ class PaperAssistant:
 
     def ask_stream(self, message: str, history: Sequence[Turn] = (), mode: Optional[str] = None,
                    filters: Optional[Filters] = None, k: Optional[int] = None) -> Iterator:
-        """Events: ("retrieved", [Hit]), ("token", str)..., ("final", Answer)."""
+        """Events: ("reading", [Hit]) when the model first reads the closest papers to judge
+        which answer the message, ("retrieved", [Hit]), ("waiting", requests ahead),
+        ("token", str)..., ("final", Answer)."""
         with self._chroma():
             events = self.engine.stream(message, list(history), mode=mode, filters=filters, k=k)
         return self._guarded(events)

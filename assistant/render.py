@@ -126,6 +126,13 @@ def hits_json(hits: Iterable[Hit]) -> list[dict]:
     return [{**h.to_json(), **links_json(h.paper)} for h in hits]
 
 
+def reading_notice(candidates: int) -> str:
+    """What a front shows while the model reads the candidates (engine event "reading")."""
+    if candidates == 1:
+        return "reading the closest paper to judge whether it answers this"
+    return f"reading the {candidates} closest papers to judge which answer this"
+
+
 def waiting_notice(ahead: int) -> str:
     """What a front shows while its request waits for the model (engine event "waiting")."""
     if ahead <= 0:

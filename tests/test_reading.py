@@ -159,9 +159,53 @@ def test_the_candidates_are_shown_while_the_model_reads_them(seed_assistant: Pap
             received.set()
     finally:
         engine.planner.reader = engine._reader
-    assert events[0][0] == "retrieved" and len(events[0][1]) >= 3  # the candidates being read
+    assert events[0][0] == "reading" and len(events[0][1]) >= 3  # the candidates being read
     assert seen_while_reading and all(seen_while_reading)
     assert events[-1][0] == "final" and events[-1][1].abstained
+
+
+def test_the_page_and_the_api_say_the_model_is_reading_not_writing(seed_assistant: PaperAssistant,
+                                                                   tmp_path):
+    import copy
+
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from assistant.api import MODEL_ID, create_router
+    from assistant.ui.handlers import Page, PageHandlers, new_session
+
+    engine = seed_assistant.engine
+    engine.planner.reader = lambda: Reader(lambda messages, options: [0.01, 0.99], engine.embed,
+                                           seed_assistant.settings.relevance, MODEL)
+    try:
+        page = Page(**{name: name for name in ("session", "chatbot", "status", "msg", "sources",
+                                              "copy_md", "bib", "table_csv")})
+        shown = [copy.deepcopy(update) for update in PageHandlers(seed_assistant, page, tmp_path).respond(
+            SYCOPHANCY_QUESTION, new_session(), None, [], [], None, None, None)]
+        app = FastAPI()
+        app.include_router(create_router(seed_assistant))
+        with TestClient(app) as tc:
+            reply = tc.post("/v1/chat/completions", json={
+                "model": MODEL_ID, "stream": True,
+                "messages": [{"role": "user", "content": SYCOPHANCY_QUESTION}]})
+    finally:
+        engine.planner.reader = engine._reader
+    # the page: after "Searching…", the chat says what the model is reading, with the titles
+    contents = [u["chatbot"][-1]["content"] for u in shown if "chatbot" in u]
+    assert contents[0] == "*Searching the papers…*"
+    reading = contents[1]
+    assert reading.startswith("*Reading the 3 closest papers to judge which answer this…*")
+    read = [line[2:] for line in reading.splitlines() if line.startswith("- ")]
+    assert len(read) == 3 and "reading the 3 closest papers" in shown[1]["status"]
+    assert "Reading" not in shown[-1]["chatbot"][-1]["content"]  # the answer replaced it
+    # /v1: a status chunk with the candidates comes before the papers found and the answer
+    chunks = [json.loads(line[6:]) for line in reply.text.splitlines() if line.startswith("data: {")]
+    first = next(i for i, c in enumerate(chunks) if c.get("retrieved"))
+    status = chunks[first].get("paper_assistant") or {}
+    assert status.get("reading") and status["status"].startswith("reading the 3 closest papers")
+    assert [h["title"] for h in chunks[first]["retrieved"]] == read
+    assert any(c.get("retrieved") and not (c.get("paper_assistant") or {}).get("reading")
+               for c in chunks[first + 1:])
 
 
 def test_below_the_gate_floor_the_gate_no_longer_lowers_the_reading():

@@ -70,7 +70,7 @@ class AnswerEngine:
         plan = None
         for kind, payload in self._planned(message, history, mode, filters, k):
             if kind == "reading":  # the candidates, shown while the model reads them
-                yield "retrieved", payload
+                yield "reading", payload
             else:
                 plan = payload
         assert isinstance(plan, TurnPlan)

@@ -169,7 +169,7 @@ class Planner:
         sure = self.policy.reading_sure or self.judge.threshold
         if not judged or judged[0].p >= sure:
             return None
-        reader = self._reader_for(judged, judged)
+        reader = self._reader_for(judged, judged[: self.policy.reading_papers])
         return reader.read(question, judged) if reader is not None else None
 
     def _read_topic(self, topic: str, judged: list[Judged]) -> Optional[Read]:

@@ -26,6 +26,9 @@ query, table rows...), what `ask` and `chat` show when they answer through a run
 
 Streaming: the first chunk carries the role, a second one (empty delta) a non-standard
 `retrieved` list of the papers found, then the answer's text deltas as the model writes them.
+When the model first reads the closest papers to judge which answer the question, a chunk
+before that carries them as `retrieved` with `paper_assistant: {"status": "reading …",
+"reading": true}`.
 The engine checks the finished answer (markers renumbered or removed by grounding), so the last
 chunk carries the checked text as `answer` along with `citations`; when the checked text merely
 continues what was streamed, the rest is sent as ordinary deltas first.
@@ -63,7 +66,8 @@ from .. import __version__
 from ..config import Settings
 from ..conversation import AnswerMemory, parse_mode
 from ..llm import backend_label
-from ..render import answer_meta, answer_payload, citations_json, hits_json, waiting_notice
+from ..render import (answer_meta, answer_payload, citations_json, hits_json, reading_notice,
+                      waiting_notice)
 from ..types import Answer, Turn
 from .request import (ApiError, ChatRequest, OpenAIRoute, backend_error, parse_body,
                       parse_request, read_body, request_filters, unknown_model, usage)
@@ -269,6 +273,9 @@ def _sse(events: Iterator, first, call: Completion, include_usage: bool,
             kind, payload = event
             if kind == "retrieved":
                 yield call.chunk({}, retrieved=hits_json(payload))
+            elif kind == "reading":  # the candidates, while the model reads them: a status
+                yield call.chunk({}, retrieved=hits_json(payload),
+                                 paper_assistant={"status": reading_notice(len(payload)), "reading": True})
             elif kind == "waiting":  # no text: a status OpenAI clients ignore, ours can show
                 yield call.chunk({}, paper_assistant={"status": waiting_notice(int(payload)),
                                                       "waiting": True, "ahead": int(payload)})

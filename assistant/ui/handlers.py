@@ -29,7 +29,7 @@ from .. import conversation
 from ..conversation import InputError
 from ..corpus import CorpusError
 from ..export import bibtex_entries, table_csv
-from ..render import answer_markdown, answer_payload, waiting_notice
+from ..render import answer_markdown, answer_payload, reading_notice, waiting_notice
 from ..transcript import (BROWSER_COPY_UNREADABLE, RESTORED, Exchange, Transcript,
                           TranscriptError, check_transcript, transcript_markdown)
 from ..types import Answer, Hit
@@ -254,6 +254,13 @@ class PageHandlers:
                   records: list) -> Optional[dict]:
         p = self.page
         now = time.perf_counter()
+        if kind == "reading":  # the model reads the closest papers before anything is said
+            turn.found, turn.found_at = list(payload), now - turn.t0
+            head = reading_notice(len(turn.found))
+            titles = "\n".join(f"- {safe_markdown(h.paper.title)}" for h in turn.found)
+            messages[-1] = {"role": "assistant", "content": f"*{head[0].upper() + head[1:]}…*\n\n{titles}"}
+            return {p.chatbot: messages, p.sources: sources_panel(records, turn.found, pending=head),
+                    p.status: f"Searched in {turn.found_at:.2f} s · {head}…"}
         if kind == "retrieved":
             turn.found, turn.found_at = list(payload), now - turn.t0
             head = _found_head(turn.found)
