@@ -231,6 +231,14 @@ def test_compare_targets(message, targets):
     ("What is Top-W?", ["What is Top-W?"]),
     ("Which papers study causal discovery and federated learning?",
      ["Which papers study causal discovery and federated learning?"]),
+    # each question sentence is a part, whatever its first word
+    ("Is there a benchmark of embodied skills? Also anything on learning an LLM's context?",
+     ["Is there a benchmark of embodied skills?", "Also anything on learning an LLM's context?"]),
+    # a last sentence that is not a question stays with the question before it
+    ("Which paper is on GANs? I need it for my thesis.", ["Which paper is on GANs? I need it for my thesis."]),
+    # a word on its own is not a question: "ok and what about …" is one
+    ("ok and what about one on sycophancy after preference tuning?",
+     ["ok and what about one on sycophancy after preference tuning?"]),
 ])
 def test_multi_part_questions_split(message, parts):
     assert split_parts(message) == parts

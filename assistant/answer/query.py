@@ -109,6 +109,7 @@ NOT_DESCRIPTORS = set(ORDINAL_WORDS) | set(COUNT_WORDS) | {"same", "other", "top
                                                             "previous", "above", "below", "following"}
 
 # "..., and by how much ...", "who wrote it and what benchmarks does it use"
+QUESTION_END_RE = re.compile(r"(?<=\?)\s+")  # after a question mark: the next sentence
 PART_SPLIT_RE = re.compile(
     r"(?:,\s*(?:and\s+)?|\s+and\s+|;\s*|\?\s+)(?=(?:also\s+)?(?:who|what|which|how|when|where|why|"
     r"by how much|does|do|did|is|are|was|were|can|could)\b)", re.I)
@@ -276,8 +277,25 @@ def _bare(word: str) -> str:
 
 
 def split_parts(message: str) -> list[str]:
-    """The sub-questions of "X, and Y?" / "who … and what …" (one part when there is one)."""
-    parts = [p.strip(" ,;") for p in PART_SPLIT_RE.split(message.strip()) if p and p.strip(" ,;?")]
+    """The sub-questions of "X, and Y?" / "who … and what …" / "Is there X? Also anything on
+    Y?" (one part when there is one). Each sentence that ends in "?" is a question of its own
+    when another follows; a last sentence without "?" stays with the question before it unless
+    it starts as one. A piece of one word ("ok and what about …") is not a question: it joins
+    the next."""
+    sentences = QUESTION_END_RE.split(message.strip())
+    if len(sentences) > 1 and not sentences[-1].rstrip().endswith("?") \
+            and len(PART_SPLIT_RE.split("? " + sentences[-1])) == 1:
+        sentences[-2:] = [f"{sentences[-2]} {sentences[-1]}"]
+    pieces = [p.strip(" ,;") for sentence in sentences for p in PART_SPLIT_RE.split(sentence)
+              if p and p.strip(" ,;?")]
+    parts: list[str] = []
+    for piece in pieces:
+        if parts and len(parts[-1].split()) < 2:
+            parts[-1] = f"{parts[-1]} {piece}"  # "ok" + "what about …"
+        else:
+            parts.append(piece)
+    if len(parts) > 1 and len(parts[-1].split()) < 2:
+        parts[-2:] = [f"{parts[-2]} {parts[-1]}"]
     return parts if len(parts) > 1 else [message.strip()]
 
 
