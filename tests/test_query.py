@@ -454,6 +454,18 @@ def test_an_author_count_is_read_as_one(message):
     assert q.counts_authors and q.asks_authors
 
 
+@pytest.mark.parametrize("message,expected", [
+    ("does the second one subsume the first? compare them", ["B", "A"]),
+    ("the first one also introduced a metric, right?", ["A"]),
+    ("and the last one?", ["B"]),
+])
+def test_ordinals_after_one_paper_answers_count_through_the_conversation(message, expected):
+    # each answer showed one paper: "the second one" is the second paper the conversation showed
+    assert parse(message, convo(["A"], ["B"])).references == expected
+    # an answer that listed several is still what ordinals count through
+    assert parse("the second one", convo(["A"], ["C", "D"], ["B"])).references == ["D"]
+
+
 @pytest.mark.parametrize("message", ["compare those two", "Which one has the larger dataset?",
                                      "Which of the two gives an explicit stationary distribution?",
                                      "How do they differ?"])

@@ -142,6 +142,35 @@ def test_planner_answers_what_the_reading_accepts_and_says_what_it_read(seed_ass
     assert "The nearest paper" in unread.prefix and "may touch on" in unread.prefix
 
 
+def test_it_after_an_unsure_refusal_is_the_first_paper_offered_if_the_model_reads_it_so(
+        seed_assistant: PaperAssistant):
+    """"What data did they use?" after a refusal that offered a paper the model read as possibly
+    answering: the answer is about that paper and says so; a paper the model read as not
+    answering stays a choice."""
+    from assistant.types import Turn
+
+    settings = seed_assistant.settings
+    engine, planner = seed_assistant.engine, seed_assistant.engine.planner
+    judged = engine.judge.judge(SYCOPHANCY_QUESTION, seed_assistant.search(SYCOPHANCY_QUESTION, k=20))
+    titles = {j.paper.title: (0.97 if j.paper.authors[0] == "Itai Shapira" else 0.02) for j in judged}
+    strict = ReadingModel(w_gate=0.0, w_yes=1.0, w_lead=2.0, intercept=0.0, threshold=0.999, provenance={})
+    follow_up = "What data did they use for it?"
+    try:
+        planner.reader = lambda: Reader(Says(titles), engine.embed, settings.relevance, strict)
+        unsure = seed_assistant.ask(SYCOPHANCY_QUESTION)
+        assert unsure.abstained and "may answer it" in unsure.answer
+        history = [Turn(role="user", content=SYCOPHANCY_QUESTION), unsure.as_turn()]
+        taken = seed_assistant.ask(follow_up, history)
+        assert [c.title for c in taken.citations] and taken.citations[0].authors[0] == "Itai Shapira"
+        assert taken.answer.startswith("My last answer was not sure enough to cite a paper; I take “it”")
+        planner.reader = lambda: Reader(Says({t: 0.01 for t in titles}), engine.embed, settings.relevance, strict)
+        declined = seed_assistant.ask(follow_up, history)
+        assert declined.abstained and not declined.citations
+        assert "The closest papers it offered:" in declined.answer
+    finally:
+        planner.reader = engine._reader
+
+
 def test_the_candidates_are_shown_while_the_model_reads_them(seed_assistant: PaperAssistant):
     engine = seed_assistant.engine
     received = threading.Event()  # set when the caller has the first event

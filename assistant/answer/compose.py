@@ -299,8 +299,14 @@ def choices(offered: list[Paper]) -> str:
     """A follow-up to a refusal ("who wrote it?"): "it" is not one paper yet."""
     if not offered:
         return "My last answer found no paper about your question, so there is nothing to refer to."
-    return ("My last answer found no paper about your question, so I can't tell which paper you "
-            "mean.\n\n" + closest_list(offered, "It offered these, none of which answered it:"))
+    return ("My last answer cited no paper for your question, so I can't tell which paper you "
+            "mean.\n\n" + closest_list(offered, "The closest papers it offered:"))
+
+
+def taken_as_it(paper: Paper) -> str:
+    """A follow-up to a refusal whose first offered paper the model read as possibly answering."""
+    return (f"My last answer was not sure enough to cite a paper; I take “it” to be the first one "
+            f"it offered, *{short_name(paper)}*.")
 
 
 def unresolved(reference: str, shown: list[Paper]) -> str:

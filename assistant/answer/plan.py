@@ -23,7 +23,7 @@ from . import compose
 from .evidence import SentenceEmbeddings, Source, evidence_for, safe_sentences
 from .intent import default_model as intent_model, read_intent
 from .query import Query, parse, shown_lists
-from .reading import Read, Reader
+from .reading import MAY_ANSWER, Read, Reader
 from .relevance import Judge, Judged, authors_named
 from .table import table_cells, table_markdown
 from .naming import named_in_abstract, names_paper, names_title, new_terms, only_a_name, title_names
@@ -104,7 +104,7 @@ class Planner:
         if q.unresolved:
             return self._unresolved(q, history)
         if q.after_refusal and q.reference in ("it", "all", "both"):
-            return self._offer(q, focus)
+            return self._after_refusal(q, history, focus)
         if q.intent == "similar":  # more like this (below)
             return self._similar(q, history, focus, filters)
         if q.intent == "table":  # literature tables (below)
@@ -379,7 +379,7 @@ class Planner:
         nearest = ""
         if reading is None and plan.offered and q.topic:
             nearest = (evidence_for(plan.offered[0], [q.topic], self.embed, 1) or [""])[0]
-        said_yes = None if reading is None else [j.features["yes"] >= 0.5 for j in offered[: len(plan.offered)]]
+        said_yes = None if reading is None else [j.features["yes"] >= MAY_ANSWER for j in offered[: len(plan.offered)]]
         plan.prefix = compose.refusal(q.intent, q.topic, plan.offered, filtered, outside, empty,
                                       said_yes=said_yes, nearest=nearest)
         return plan
@@ -389,6 +389,25 @@ class Planner:
         _, judged = self._judged(q.topic, None, self.policy.candidates, topic=q.intent == "summary")
         allowed = self.store.allowed_papers(filters) or set()
         return [j.paper for j in self.judge.relevant(judged) if j.paper.paper_id not in allowed][:3]
+
+    def _after_refusal(self, q: Query, history: list[Turn], offered: list[Paper]) -> TurnPlan:
+        """"What did they test it on?" after a refusal that offered papers: "it" is the first
+        one when the model, reading it against the refused question, says it may answer (as the
+        refusal said: the reading is the same); the answer says which paper it took. Otherwise
+        "it" is not one paper yet: the closest are offered as choices."""
+        asked = previous_user_message(history)
+        if q.reference == "it" and offered and asked and self._may_answer(asked, offered[0]):
+            first = offered[0]
+            plan = self._about(TurnPlan("question", q.message, retrieved=[as_hit(first)]), q, [first],
+                               previous=asked)
+            plan.prefix = "\n\n".join(t for t in (compose.taken_as_it(first), plan.prefix) if t)
+            return plan
+        return self._offer(q, offered)
+
+    def _may_answer(self, question: str, paper: Paper) -> bool:
+        """The model's reading: may `paper` answer `question`? False when no model reads."""
+        reader = self.reader() if self.reader is not None else None
+        return reader is not None and reader.may_answer(question, paper)
 
     def _offer(self, q: Query, offered: list[Paper]) -> TurnPlan:
         """"Who wrote it?" after a refusal: "it" is not one paper; offer the closest as choices."""

@@ -311,8 +311,14 @@ def _pick(ids: list[str], position: int) -> Optional[str]:
 
 
 def _list_turn(turns: list[Turn]) -> Optional[Turn]:
-    """The most recent answer that showed several papers: what ordinals count through."""
-    return next((t for t in turns if len(t.paper_ids) >= 2), turns[0] if turns else None)
+    """What ordinals count through: the most recent answer that showed several papers; when
+    every answer showed one ("What is X?" "And Y?" "Does the second one subsume the first?"),
+    the conversation's papers in the order they were shown."""
+    listing = next((t for t in turns if len(t.paper_ids) >= 2), None)
+    if listing is not None or not turns:
+        return listing
+    shown = list(dict.fromkeys(p for t in reversed(turns) for p in t.paper_ids))
+    return Turn(role="assistant", content="", paper_ids=shown)
 
 
 def _accumulated(turns: list[Turn], want: int) -> list[str]:

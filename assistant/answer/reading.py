@@ -110,6 +110,9 @@ class Read:
     threshold: float
 
 
+MAY_ANSWER = 0.5  # a paper read "yes" at least this much may answer (a refusal says so of it)
+
+
 class Reader:
     """Reads a question's best candidates with the model and judges them (see the module)."""
 
@@ -124,6 +127,13 @@ class Reader:
         """The model's probability that `paper` answers `question`."""
         excerpt = evidence_for(paper, [question], self.embed, self.policy.reading_sentences)
         return self.choose(verdict_messages(question, paper, excerpt), ANSWERS)[0]
+
+    def may_answer(self, question: str, paper) -> bool:
+        """Whether the model reads `paper` as possibly answering `question` (False when it fails)."""
+        try:
+            return self.yes(question, paper) >= MAY_ANSWER
+        except BackendError:
+            return False
 
     def worth_reading(self, judged: Sequence[Judged]) -> bool:
         """Only what the gate finds near enough (judged is best first): the floor."""
