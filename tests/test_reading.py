@@ -163,6 +163,8 @@ def test_it_after_an_unsure_refusal_is_the_first_paper_offered_if_the_model_read
         taken = seed_assistant.ask(follow_up, history)
         assert [c.title for c in taken.citations] and taken.citations[0].authors[0] == "Itai Shapira"
         assert taken.answer.startswith("My last answer was not sure enough to cite a paper; I take “it”")
+        authors = seed_assistant.ask("How much do they improve on earlier work?", history)  # "they": its authors
+        assert [c.authors[0] for c in authors.citations] == ["Itai Shapira"]
         planner.reader = lambda: Reader(Says({t: 0.01 for t in titles}), engine.embed, settings.relevance, strict)
         declined = seed_assistant.ask(follow_up, history)
         assert declined.abstained and not declined.citations

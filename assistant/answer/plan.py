@@ -103,7 +103,7 @@ class Planner:
         focus = [p for p in (self.store.paper(i) for i in q.references) if p is not None]
         if q.unresolved:
             return self._unresolved(q, history)
-        if q.after_refusal and q.reference in ("it", "all", "both"):
+        if q.after_refusal and q.reference in ("it", "they", "all", "both"):
             return self._after_refusal(q, history, focus)
         if q.intent == "similar":  # more like this (below)
             return self._similar(q, history, focus, filters)
@@ -391,12 +391,12 @@ class Planner:
         return [j.paper for j in self.judge.relevant(judged) if j.paper.paper_id not in allowed][:3]
 
     def _after_refusal(self, q: Query, history: list[Turn], offered: list[Paper]) -> TurnPlan:
-        """"What did they test it on?" after a refusal that offered papers: "it" is the first
-        one when the model, reading it against the refused question, says it may answer (as the
+        """"What did they test it on?" after a refusal that offered papers: "it" (or "they", its
+        authors) is the first one when the model, reading it against the refused question, says it may answer (as the
         refusal said: the reading is the same); the answer says which paper it took. Otherwise
         "it" is not one paper yet: the closest are offered as choices."""
         asked = previous_user_message(history)
-        if q.reference == "it" and offered and asked and self._may_answer(asked, offered[0]):
+        if q.reference in ("it", "they") and offered and asked and self._may_answer(asked, offered[0]):
             first = offered[0]
             plan = self._about(TurnPlan("question", q.message, retrieved=[as_hit(first)]), q, [first],
                                previous=asked)

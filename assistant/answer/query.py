@@ -163,7 +163,7 @@ class Query:
     topic: str  # what retrieval looks for
     targets: list[str] = field(default_factory=list)  # compare sides named, not referred to
     references: list[str] = field(default_factory=list)  # earlier papers the message points at
-    reference: str = ""  # how: number, ordinal, range, other, described, both, all, it
+    reference: str = ""  # how: number, ordinal, range, other, described, both, all, it, they
     unresolved: str = ""  # a reference with nothing to point at ("the fifth one" of two)
     after_refusal: bool = False  # the references point at the closest papers of a refusal
     parts: list[Part] = field(default_factory=list)
@@ -390,7 +390,7 @@ def find_references(message: str, history: list[Turn],
         add(m, last.paper_ids[:1], "it")
     if not found:
         for m in THEY_RE.finditer(message):
-            add(m, list(last.paper_ids), "all")
+            add(m, list(last.paper_ids), "they")
     return sorted(found, key=lambda f: f.start)
 
 
@@ -665,7 +665,7 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     if not refs and turns and q.asks_authors and not any(part.topic for part in q.parts):
         # "number of authors?": a question about a paper that names none is about the one in focus
         q.references, q.reference = turns[0].paper_ids[:1], "it"
-    if intent == "compare" and q.reference == "all" and len(q.references) == 1:
+    if intent == "compare" and q.reference in ("all", "they") and len(q.references) == 1:
         q.references = _accumulated(turns, 2)  # "how do they differ?" after two one-paper answers
     q.after_refusal = bool(refs) and turns[0].refused
     if intent == "compare":
