@@ -360,12 +360,10 @@ def _run_turn(pa, message: str, history: list, mode, filters, k, as_json: bool):
     final, draft = None, ""
     with Live(console=out, refresh_per_second=12, transient=True) as live:
         for kind, payload in pa.ask_stream(message, history, mode=mode, filters=filters, k=k):
-            if kind == "retrieved" and payload:
+            if kind in ("retrieved", "reading") and payload:
                 titles = "; ".join(h.paper.title[:50] for h in payload[:5])
-                live.update(f"[dim]found: {titles}[/]")
-            elif kind == "reading" and payload:
-                titles = "; ".join(h.paper.title[:50] for h in payload[:5])
-                live.update(f"[dim]{reading_notice(len(payload))}: {titles}[/]")
+                head = "found" if kind == "retrieved" else reading_notice(len(payload))
+                live.update(f"[dim]{head}: {titles}[/]")
             elif kind == "token":
                 draft += payload
                 live.update(Markdown(draft))
