@@ -219,6 +219,14 @@ def test_compare_keeps_named_sides_and_drops_references():
      "but for what?", ["REBAR", "relaxation with hard concrete gates"]),
     ("inverse problems for Jacobi matrices vs the one for Schrödinger operators — how do their "
      "results compare?", ["inverse problems for Jacobi matrices", "for Schrödinger operators"]),
+    # after two short names, what they are for or how to see them is no part of the last one;
+    # a longer side keeps its "for" clause
+    ("gptq vs awq for 4 bit llm weight quantization, which is better?", ["gptq", "awq"]),
+    ("Could you compare DreamerV3 and MuZero as approaches to learning with world models?",
+     ["DreamerV3", "MuZero"]),
+    ("Contrast the Schrödingerization quantum preconditioning paper with the Schrödingerization "
+     "algorithm for the fractional Poisson equation.",
+     ["Schrödingerization quantum preconditioning", "Schrödingerization algorithm for fractional Poisson equation"]),
 ])
 def test_compare_targets(message, targets):
     assert compare_targets(message) == targets

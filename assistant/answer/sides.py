@@ -13,8 +13,12 @@ import re
 from ..text import terms
 
 # a clause after the names says how to compare, not what: "... as views on LLM failure modes"
-TRAILING_CLAUSE_RE = re.compile(
-    r"\s+(?:as|in terms of|with respect to|regarding|on how|when it comes to)\s+.*$", re.I)
+HOW = r"\s+(?:as|in terms of|with respect to|regarding|on how|when it comes to)\s+.*$"
+TRAILING_CLAUSE_RE = re.compile(HOW, re.I)
+# after two names, also what for and a question about them: "gptq vs awq for 4 bit weight
+# quantization, which is better", "DreamerV3 and MuZero as approaches to learning with world models"
+NAME_WORDS = 3  # a side this short is a name ("Regularization Learning Networks"), not a description
+AFTER_NAMES_RE = re.compile(HOW + r"|\s+for\s+.*$|\s*,\s*(?:and\s+)?(?:which|what|how|why)\b.*$", re.I)
 # after the last side, how to compare rather than what ("… as views on LLM failure modes")
 SIDE_NOUN = r"(?:one|paper|work|method|approach|study|article)s?"
 # (only right after the side's noun: "the one that treats X as an energy function" keeps its "as")
@@ -72,7 +76,7 @@ def compare_targets(message: str) -> list[str]:
     described = described_sides(body) or (described_sides(_trimmed(message[first.start():])) if first else [])
     if described:
         return described
-    body = _before_question(body)
+    body = _without_after_names(_before_question(body))
     one_other = ONE_OTHER_RE.search(body.split(":")[-1].strip())
     sides = list(one_other.groups()) if one_other else _two_sides(body)
     sides[-1] = HOW_CLAUSE_RE.sub(r"\1", TRAILING_CLAUSE_RE.sub("", sides[-1]))
@@ -89,6 +93,18 @@ def _trimmed(body: str) -> str:
     if dash and len(SIDE_SPLIT_RE.split(body[dash.end():])) >= 2:
         body = body[:dash.start()] + ": " + body[dash.end():]
     return REMARK_RE.sub("", body).strip()
+
+
+def _without_after_names(body: str) -> str:
+    """Two or more short names without what follows them ("A and B as approaches to X" → "A and
+    B"); a longer side keeps its clause ("the Schrödingerization algorithm for the fractional
+    Poisson equation"), as does "BERT for classification with GPT" (one side before "for")."""
+    after = AFTER_NAMES_RE.search(body)
+    head = body[:after.start()] if after else ""
+    names = _two_sides(head) if head and not head.endswith(",") else []  # ", in terms of rates," is an aside
+    if len(names) >= 2 and all(len(n.split()) <= NAME_WORDS for n in names):
+        return body[:after.start()]
+    return body
 
 
 def _before_question(body: str) -> str:
