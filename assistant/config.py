@@ -225,12 +225,17 @@ class Settings(BaseSettings):
     n_ctx: int = 4096
     n_threads: int = 0  # 0: all cores
     # Several users on the local model: N > 0 serves it with llama.cpp's own llama-server, started
-    # as a child process with N parallel slots (continuous batching; each slot gets n_ctx tokens),
+    # as a child process with N parallel slots (continuous batching; each gets llm_server_slot_ctx tokens),
     # used through the OpenAI-compatible client; requests beyond the slots wait in a visible
     # queue. 0: in-process llama-cpp-python, one generation at a time. None (the default): `serve`
     # uses `serve_parallel` slots when llama-server is built (`make run` builds it) and the
     # backend is local, in-process otherwise; one-user commands (ask, chat, eval) in-process.
     llm_server_parallel: Optional[int] = Field(None, ge=0, le=64)
+    llm_server_slot_ctx: int = Field(
+        1536, ge=512, description="Tokens of context each llama-server slot keeps for one request, "
+        "prompt and answer. Each slot's cache is memory held for the server's life, so this is "
+        "sized to the prompts the assistant writes (a few hundred tokens of evidence; "
+        "docs/scale.md); a longer request is refused with a clear error, not cut.")
     serve_parallel: int = Field(
         8, ge=0, le=64, description="llama-server slots `serve` gives the local model by default "
                                     "(docs/scale.md: 8 users at once, side by side with in-process).")

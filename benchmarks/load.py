@@ -64,17 +64,23 @@ def _children(pid: int) -> list[int]:
     return kids + [g for k in kids for g in _children(k)]
 
 
-def peak_rss_mb(pid: int) -> float:
-    """VmHWM (peak resident set) of the process and all its descendants, in MB (Linux /proc)."""
-    total = 0
+def peak_rss_by_process(pid: int) -> dict[str, float]:
+    """VmHWM (peak resident set) of the process and each descendant, in MB, by "name pid"."""
+    peaks = {}
     for p in [pid, *_children(pid)]:
         try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    total += int(line.split()[1])
+            status = Path(f"/proc/{p}/status").read_text().splitlines()
         except OSError:
-            pass
-    return total / 1024
+            continue
+        fields = dict(line.split(":", 1) for line in status if ":" in line)
+        if "VmHWM" in fields:
+            peaks[f"{fields['Name'].strip()} {p}"] = int(fields["VmHWM"].split()[0]) / 1024
+    return peaks
+
+
+def peak_rss_mb(pid: int) -> float:
+    """VmHWM of the process and all its descendants, summed, in MB (Linux /proc)."""
+    return sum(peak_rss_by_process(pid).values())
 
 
 class Serve:
@@ -207,11 +213,13 @@ def main() -> int:
             rows.append((n, ft, fm, tt, tokens / wall, waited, len(results), load, failed))
             print(f"  {n} users: {len(results)} answers in {wall:.1f} s, {tokens} model tokens "
                   f"({tokens / wall:.2f} t/s), waited {waited}, model failed {failed}", flush=True)
-        rss = peak_rss_mb(serve.proc.pid)
+        peaks = peak_rss_by_process(serve.proc.pid)
+        rss = sum(peaks.values())
     finally:
         serve.stop()
     print(f"\n{mode}; answers capped at {args.max_tokens} model tokens; peak RSS of serve "
           f"(+ children) {rss:.0f} MB; start to page {serve.start_s:.1f} s")
+    print("peak RSS by process: " + ", ".join(f"{k} {v:.0f} MB" for k, v in peaks.items()))
     print("| users | first visible text p50 / p95 s | first model token p50 / p95 s | "
           "complete answer p50 / p95 s | aggregate model t/s | told to wait | load avg |")
     print("|---|---|---|---|---|---|---|")

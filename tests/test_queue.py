@@ -197,7 +197,7 @@ def test_llama_server_child_slots_queue_visibly_and_stop():
     if llama_cpp_tools() is None:
         pytest.skip("llama-server not built (make llama-tools)")
     settings = Settings(llm_backend="local", model_path=SMOL, llm_server_parallel=1, max_tokens=8,
-                        n_ctx=1024, temperature=0.0, llm_timeout=300)
+                        llm_server_slot_ctx=1024, temperature=0.0, llm_timeout=300)
     llm = make_llm(settings)
     server = llm._llama_server
     assert server.alive() and server.base_url.startswith("http://127.0.0.1:")
@@ -210,6 +210,13 @@ def test_llama_server_child_slots_queue_visibly_and_stop():
     thread.join(300)
     assert "error" not in box, box.get("error")
     assert any(k == "text" for k, _ in events)
+    assert server.n_ctx == 1024  # one slot of llm_server_slot_ctx tokens
+    # a request longer than a slot holds is refused with the reason, not cut or hung
+    from assistant.llm.errors import BackendError
+
+    long = [{"role": "user", "content": "The quick brown fox jumps over the lazy dog. " * 150}]
+    with pytest.raises(BackendError, match="context size"):
+        list(stream_chat_events(llm, long))
     server.stop()
     assert not server.alive()
 

@@ -196,12 +196,12 @@ def _server_for(settings: "Settings", model_path: Path) -> LlamaServer:
             "llm_server_parallel is set but llama-server is not built (make llama-tools, or set "
             f"{LLAMA_BIN_ENV} to the folder holding it); or set llm_server_parallel=0")
     n = settings.llm_server_parallel
-    key = (str(model_path), n, settings.n_ctx, settings.n_threads, str(tools))
+    key = (str(model_path), n, settings.llm_server_slot_ctx, settings.n_threads, str(tools))
     with _SERVERS_LOCK:
         server = _SERVERS.get(key)
         if server is None or not server.alive():
             server = LlamaServer(tools / "llama-server", model_path, parallel=n,
-                                 n_ctx=settings.n_ctx * n, threads=settings.n_threads).start()
+                                 n_ctx=settings.llm_server_slot_ctx * n, threads=settings.n_threads).start()
             _SERVERS[key] = server
         return server
 
@@ -265,7 +265,7 @@ def make_server_llm(settings: "Settings", model_path: Path):
 
     llm = ServerLLM(
         model=model_path.name, api_base=server.base_url, api_key="sk-no-key",
-        is_chat_model=True, is_function_calling_model=False, context_window=settings.n_ctx,
+        is_chat_model=True, is_function_calling_model=False, context_window=settings.llm_server_slot_ctx,
         max_tokens=settings.max_tokens, temperature=settings.temperature,
         timeout=settings.llm_timeout, max_retries=0,
     )
