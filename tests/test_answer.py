@@ -401,6 +401,9 @@ def test_summarize_them_summarises_the_previous_papers(pa):
     ("GAN", "Calibrating Energy-based GANs", False),
     ("Top-W", "Top-W: geometry-aware truncation", False),  # not an acronym: matched as a name elsewhere
     ("ebgan", "Energy-based Generative Adversarial Network", False),  # lower case is a word, not initials
+    # later words' initials name a part or a variant, not the method
+    ("TRPO", "Model-Ensemble Trust-Region Policy Optimization", False),
+    ("PPO", "Maximum a Posteriori Policy Optimisation", False),
 ])
 def test_an_acronym_side_finds_the_title_it_abbreviates(side, title, expected):
     from assistant.answer.naming import abbreviates

@@ -48,13 +48,15 @@ def title_names(target: str, paper: Paper) -> bool:
 
 def abbreviates(acronym: str, title: str) -> bool:
     """"EBGAN" for "Energy-based Generative Adversarial Network": an all-capitals side spelt by
-    the initials of consecutive title words (hyphenated parts count as words), so a paper
-    whose title never writes its acronym is still found by it."""
+    the initials of the title's first words (hyphenated parts count as words), so a paper
+    whose title never writes its acronym is still found by it. Only from the first word: the
+    initials of later words name a part or a variant ("Model-Ensemble Trust-Region Policy
+    Optimization" is not TRPO; "Maximum a Posteriori Policy Optimisation" is not PPO)."""
     letters = re.sub(r"[^A-Za-z]", "", acronym)
     if not (3 <= len(letters) <= 10 and acronym.replace("-", "").isupper()):
         return False
     initials = "".join(w[0] for w in re.findall(r"[A-Za-z][\w']*", title)).upper()
-    return letters.upper() in initials
+    return initials.startswith(letters.upper())
 
 
 def new_terms(topic: str, papers: list[Paper]) -> bool:
