@@ -78,23 +78,26 @@ def only_a_name(side: str) -> bool:
 
 
 def introduces(name: str, paper: Paper) -> bool:
-    """Does the abstract introduce `name` ("Here we present GraphSAGE, a general …", "… which
-    we call PETS")? Of the papers that mention a method, this is the one that *is* it."""
+    """Does the abstract present `name` as its own ("Here we present GraphSAGE, a general …",
+    "… which we call PETS", "Our model, the … (VQ-VAE)", "our Gumbel-Softmax estimator")? Of the
+    papers that mention a method, this is the one that *is* it; the others use it or compare
+    with it ("the A2C and PPO algorithms", "gains over TRPO")."""
     names = "|".join(re.escape(t) for t in distinctive_tokens(name))
     if not names:
         return False
-    return bool(re.search(rf"\bwe\s+(?:present|propose|introduce|develop|call|name|term|dub)\b[^.]{{0,80}}?"
-                          rf"(?<![\w-])(?:{names})(?![\w-])|(?:called|named|dubbed|termed)\s+(?:{names})(?![\w-])|"
-                          rf"^(?:{names})(?![\w-])", paper.abstract))
+    name = rf"(?<![\w-])(?:{names})s?(?![\w-])"  # "graph attention networks (GATs)" presents GAT
+    return bool(re.search(rf"\b(?:[Ww]e\s+(?:present|propose|introduce|develop|call|name|term|dub)|[Oo]ur)\b"
+                          rf"[^.]{{0,80}}?{name}|(?:called|named|dubbed|termed)\s+{name}|^{name}",
+                          paper.abstract))
 
 
 def named_in_abstract(target: str, judged: list[J]) -> list[J]:
     """A comparison side that is a name the titles lack ("GraphSAGE"), among judged candidates
-    (in the judge's order): the papers whose abstract introduces it, else those that use it."""
+    (in the judge's order): the papers whose abstract presents it as its own. A paper that only
+    uses the name is not that side ("PPO vs TRPO" are not the papers that run them)."""
     if not is_name(target):
         return []
-    mentions = [j for j in judged if _spells(target, j.paper)]
-    return [j for j in mentions if introduces(target, j.paper)] or mentions
+    return [j for j in judged if _spells(target, j.paper) and introduces(target, j.paper)]
 
 
 def _spells(name: str, paper: Paper) -> bool:
