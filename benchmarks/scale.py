@@ -326,13 +326,14 @@ def derive_store(base: Path, n: int, dest: Path, noise: float = 0.02, seed: int 
     return dest
 
 
-def serve_cost(store: Path, max_tokens: int = 16) -> dict:
-    """`serve` on this store with the local model: seconds from start until the page answers,
-    until the first answer (model loaded), and serve's peak RSS (VmHWM) after that answer."""
+def serve_cost(store: Path, max_tokens: int = 16, parallel: int = 0) -> dict:
+    """`serve` on this store with the local model (`parallel` llama-server slots, 0: in-process):
+    seconds from start until the page answers, until the first answer (model loaded), and the
+    peak RSS (VmHWM) of serve and its children after that answer."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from load import Serve, ask, peak_rss_mb
 
-    serve = Serve(store, max_tokens, 0)
+    serve = Serve(store, max_tokens, parallel)
     try:
         t0 = time.perf_counter()
         # a question these stores answer (the seed corpus' questions may find nothing here,
@@ -370,6 +371,8 @@ def main() -> int:
     ap.add_argument("--serve", action="store_true",
                     help="also: serve's start until the page answers, and its peak RSS with the "
                          "local model loaded (one answer)")
+    ap.add_argument("--serve-parallel", type=int, default=load_settings().serve_parallel,
+                    help="llama-server slots for --serve (serve's default; 0: the in-process model)")
     args = ap.parse_args()
     store = args.store or STORES / f"scale-{args.papers}"
     pa, built = open_store(args.papers, store, args.embed_tokens)
@@ -389,6 +392,9 @@ def main() -> int:
     if args.search_only or args.no_stats:
         for what, case, p50, p95 in rows:
             print(f"{what:8s} {case:36s} {p50:9.1f} {p95:9.1f}")
+        if args.serve:
+            del pa
+            report_serve(store, args.serve_parallel)
         return 0
     cost = stats_cost(pa)
     s = pa.stats()
@@ -409,11 +415,16 @@ def main() -> int:
         simulate(pa, args.simulate)
     if args.serve:
         del pa
-        cost = serve_cost(store)
-        print(f"serve: page answers {cost['page_s']:.1f} s after start; first answer (model "
-              f"loaded) {cost['first_answer_s']:.1f} s later; peak RSS {cost['rss_mb']:.0f} MB "
-              f"(model answered: {cost['model_answered']})")
+        report_serve(store, args.serve_parallel)
     return 0
+
+
+def report_serve(store: Path, parallel: int) -> None:
+    cost = serve_cost(store, parallel=parallel)
+    model = f"llama-server, {parallel} slots" if parallel else "in-process"
+    print(f"serve ({model}): page answers {cost['page_s']:.1f} s after start; first answer (model "
+          f"loaded) {cost['first_answer_s']:.1f} s later; peak RSS {cost['rss_mb']:.0f} MB "
+          f"(model answered: {cost['model_answered']})")
 
 
 if __name__ == "__main__":
