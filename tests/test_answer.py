@@ -456,6 +456,22 @@ def test_compare_those_two_takes_one_paper_from_each_earlier_answer(pa):
     assert set(first_authors(answer)) == {"Puyu Wang", "Martin Andrae"}
 
 
+@pytest.mark.parametrize("message", ["How do those two differ in scope?",
+                                     "how do the two differ in what they actually contribute?",
+                                     "Which of the two uses real data?"])
+def test_what_to_compare_those_two_on_adds_no_paper(pa, message):
+    answer = _talk(pa, "What does the paper on Kolmogorov-Arnold Networks show?",
+                   "And what about the data assimilation paper?", message)
+    assert set(first_authors(answer)) == {"Puyu Wang", "Martin Andrae"}
+    assert not any("Not found" in n for n in answer.notices)
+
+
+def test_a_paper_named_beside_those_two_joins_them(pa):
+    answer = _talk(pa, "What does the paper on Kolmogorov-Arnold Networks show?",
+                   "And what about the data assimilation paper?", "Compare those two with Top-W.")
+    assert set(first_authors(answer)) == {"Puyu Wang", "Martin Andrae", "Arash Gholamidavoodi"}
+
+
 def test_an_author_count_is_a_number_and_says_when_the_list_is_cut(pa):
     answer = _talk(pa, "Which paper proposes a benchmark for embodied multimodal LLMs?",
                    "How many authors does it have?")

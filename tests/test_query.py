@@ -134,6 +134,8 @@ SUMMARY = convo(["A", "B", "C", "D"])
     ("Compare them", convo(["C", "D"]), ["C", "D"]),
     ("compare both", convo(["C", "D"]), ["C", "D"]),
     ("compare the two", convo(["X"], ["Y"]), ["Y", "X"]),
+    # a refusal offered three papers, then an answer showed one: "the two" are still two
+    ("how do the two differ?", convo(["X", "C", "D"], ["Y"]), ["Y", "X"]),
     # "it" is the latest answer's paper, "the first one" counts through the latest list
     ("Compare it with the first one", convo(["A", "B", "C"], ["B"]), ["B", "A"]),
     ("and the other one?", convo(["X", "Y"], ["X"]), ["Y"]),

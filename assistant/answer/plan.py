@@ -322,14 +322,21 @@ class Planner:
         # this message may share a name ("the geometric Littlewood-Offord paper" vs "the
         # polynomial Littlewood-Offord problem") and are each resolved on their own
         targets = [t for t in q.targets if not any(names_paper(t, p) for p in focus)]
-        options = []
+        # "how do those two differ in scope?": when the message points at two or more earlier
+        # papers, those are the sides, and what else it says is what to compare them on; only a
+        # paper it names ("… with Top-W") joins them, never one found by description
+        names_only = len(focus) >= 2
+        options, kept = [], []
         for target in targets:
-            accepted, hits = self._side_options(target, filters)
+            accepted, hits = self._side_options(target, filters, names_only)
+            if names_only and not accepted:
+                continue
+            kept.append(target)
             options.append(accepted)
             plan.retrieved.extend(h for h in (hits if accepted else hits[:2]) if h not in plan.retrieved)
         found = assign_sides(options, taken={p.paper_id for p in focus}, shown=shown)
         papers = list(focus) + [j.paper for j in found if j is not None]
-        missing = [t for t, j in zip(targets, found) if j is None]
+        missing = [t for t, j in zip(kept, found) if j is None]
         papers = papers[: self.settings.compare_max]
         plan.retrieved = papers_first(papers, plan.retrieved)
         if missing:
@@ -346,14 +353,16 @@ class Planner:
         plan.max_tokens = 120
         return plan
 
-    def _side_options(self, target: str, filters) -> tuple[list[Judged], list[Hit]]:
+    def _side_options(self, target: str, filters,
+                      names_only: bool = False) -> tuple[list[Judged], list[Hit]]:
         """The papers one side of a comparison may be, best first: a paper named by the side
-        (its method name or title) alone, else those the relevance judgement accepts."""
+        (its method name or title) alone, else (unless `names_only`) those the relevance
+        judgement accepts."""
         hits, judged = self._judged(target, filters, self.policy.candidates)
         named = [j for j in judged if title_names(target, j.paper)] or named_in_abstract(target, judged)
         if named:
             return named[:1], [named[0].hit]
-        if only_a_name(target):  # "GPT-2" that no candidate spells is not here, however near
+        if names_only or only_a_name(target):  # "GPT-2" that no candidate spells is not here, however near
             return [], hits
         # a side described in other words: the model reads the best candidates when the gate is
         # unsure, as for a question; with no model to read, the user's word that the paper

@@ -322,13 +322,14 @@ def _list_turn(turns: list[Turn]) -> Optional[Turn]:
 
 
 def _accumulated(turns: list[Turn], want: int) -> list[str]:
-    """"Compare the two" after two one-paper answers: papers of the last answers until `want`."""
+    """"Compare the two" after two one-paper answers: the first `want` papers of the last
+    answers (a refusal before them offered several; "the two" are still two)."""
     ids: list[str] = []
     for t in turns:
         ids.extend(p for p in t.paper_ids if p not in ids)
         if len(ids) >= want:
             break
-    return ids
+    return ids[:want]
 
 
 @dataclass
