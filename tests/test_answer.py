@@ -472,6 +472,19 @@ def test_a_paper_named_beside_those_two_joins_them(pa):
     assert set(first_authors(answer)) == {"Puyu Wang", "Martin Andrae", "Arash Gholamidavoodi"}
 
 
+def test_a_name_no_paper_here_is_leaves_the_question_on_its_paper(pa):
+    # "ImageNet" is a name the abstract lacks, but no paper of the collection is ImageNet: the
+    # question is still about "it" (and its abstract's silence), not a new search
+    answer = _talk(pa, "What is Verbalized Sampling?", "Does it report results on ImageNet?")
+    assert not answer.abstained and first_authors(answer) == ["Jiayi Zhang"]
+
+
+def test_a_name_another_paper_here_is_brings_that_paper(pa):
+    answer = _talk(pa, "Which paper proposes lookup-free trellis-coded quantization to 2 bits?",
+                   "Does it mention Top-W?")
+    assert "Arash Gholamidavoodi" in first_authors(answer)
+
+
 def test_an_author_count_is_a_number_and_says_when_the_list_is_cut(pa):
     answer = _talk(pa, "Which paper proposes a benchmark for embodied multimodal LLMs?",
                    "How many authors does it have?")

@@ -117,7 +117,7 @@ class Planner:
 
     # ------------------------------------------------------------------ intents
     def _question(self, q: Query, history, focus: list[Paper], filters, k) -> TurnPlan:
-        if focus and not self._names_other_papers(q, focus):
+        if focus and not self._names_other_papers(q, focus, filters):
             plan = TurnPlan("question", q.message, retrieved=[as_hit(p) for p in focus])
             return self._about(plan, q, focus, previous=previous_user_message(history))
         if sum(bool(part.topic) for part in q.parts) > 1:  # "which paper does X, and who wrote the one on Y?"
@@ -452,10 +452,19 @@ class Planner:
                 extra.append(as_hit(paper))
         return extra
 
-    def _names_other_papers(self, q: Query, focus: list[Paper]) -> bool:
-        """Does the message name a method that none of the focus papers mentions (as a name, or
-        in another form: "GPUs" for an abstract's "GPU-friendly")?"""
-        return bool(q.names) and not any(names_paper(n, p) or mentions(n, p) for n in q.names for p in focus)
+    def _names_other_papers(self, q: Query, focus: list[Paper], filters: Optional[Filters]) -> bool:
+        """Does the message name another paper of the collection: a name that none of the focus
+        papers mentions (as a name, or in another form: "GPUs" for an abstract's
+        "GPU-friendly") and that a paper here has as its title or presents as its own ("does it
+        beat GraphSAGE?")? A name no paper here is ("open models like Llama / Qwen", a dataset)
+        leaves the question on the papers it refers to."""
+        if not q.names or any(names_paper(n, p) or mentions(n, p) for n in q.names for p in focus):
+            return False
+        return any(self._is_a_paper_here(n, filters) for n in q.names)
+
+    def _is_a_paper_here(self, name: str, filters: Optional[Filters]) -> bool:
+        _, judged = self._judged(name, filters, self.policy.candidates)
+        return any(title_names(name, j.paper) for j in judged) or bool(named_in_abstract(name, judged))
 
     def _sources(self, papers: list[Paper], parts: list[str], per_part: Optional[int] = None) -> list[Source]:
         """Numbered sources whose evidence answers every part of the question."""
