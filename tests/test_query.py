@@ -140,6 +140,9 @@ SUMMARY = convo(["A", "B", "C", "D"])
     ("Compare it with the first one", convo(["A", "B", "C"], ["B"]), ["B", "A"]),
     ("and the other one?", convo(["X", "Y"], ["X"]), ["Y"]),
     ("Who wrote it?", convo(["X", "Y"], refused_last=True), ["X"]),
+    ("is that a solo paper or a group?", convo(["X"], ["Y"]), ["Y"]),
+    ("Is this peer reviewed?", convo(["Y"]), ["Y"]),
+    ("Is there a paper that uses Wasserstein distance?", convo(["Y"]), []),
 ])
 def test_references_resolve_against_what_answers_showed(message, history, expected):
     q = parse(message, history, describe=lambda pid: TEXTS[pid])

@@ -101,7 +101,9 @@ BOTH_RE = re.compile(r"\b(both(?: of them)?|(?:the|those|these) two(?: of them| 
 ALL_RE = re.compile(r"\b(them|these|those|all of them|each of them|these papers|those papers)\b", re.I)
 THEY_RE = re.compile(r"\b(they|their)\b", re.I)  # only when nothing else is referred to
 THING = r"(?:paper|one|article|method|approach|model|study)"  # nouns, never verbs ("a paper that studies")
-IT_RE = re.compile(rf"\b(it|its|it's|this {THING}|that {THING}|the same {THING}|"
+# "Is that a solo paper?": "that"/"this" as the subject of a message that opens with "is"/"was"
+IT_RE = re.compile(rf"\b(it|its|it's|this {THING}|that {THING}|the same {THING}|(?<=^is )(?:that|this)|"
+                   r"(?<=^was )(?:that|this)|"
                    r"the (?:paper|method|approach|work|study|model)(?!\s+(?:that|which|on|about|where|by|"
                    r"proposing|introducing|from|in)\b)|the authors?)\b", re.I)
 # words that are not descriptions in "the X one": determiners, ordinals, counts
