@@ -143,6 +143,12 @@ SUMMARY = convo(["A", "B", "C", "D"])
     ("is that a solo paper or a group?", convo(["X"], ["Y"]), ["Y"]),
     ("Is this peer reviewed?", convo(["Y"]), ["Y"]),
     ("Is there a paper that uses Wasserstein distance?", convo(["Y"]), []),
+    # a pronoun inside the description of another paper refers within it
+    ("And what about the one that analyzes the subproblems, showing gradient descent solves them?",
+     convo(["Y"]), []),
+    ("and the one arguing that single-number scores can't tell what they miss?", convo(["Y"]), []),
+    ("what about the one you mentioned first? who wrote it?", convo(["X", "Y"]), ["X"]),
+    ("and the other one? what do they find?", convo(["X", "Y"], ["X"]), ["Y"]),
 ])
 def test_references_resolve_against_what_answers_showed(message, history, expected):
     q = parse(message, history, describe=lambda pid: TEXTS[pid])

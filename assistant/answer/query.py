@@ -106,6 +106,11 @@ IT_RE = re.compile(rf"\b(it|its|it's|this {THING}|that {THING}|the same {THING}|
                    r"(?<=^was )(?:that|this)|"
                    r"the (?:paper|method|approach|work|study|model)(?!\s+(?:that|which|on|about|where|by|"
                    r"proposing|introducing|from|in)\b)|the authors?)\b", re.I)
+# "And what about the one that analyzes … showing gradient descent solves them globally?": a
+# message asking for another paper by a description; a pronoun inside the description refers
+# within it ("them": the subproblems), not to an earlier answer
+NEW_PAPER_RE = re.compile(r"^\W*(?:and\s+)?(?:(?:what|how)\s+about\s+)?the\s+(?:one|paper|work|study|article)\s+"
+                          r"(?!you\b)(?:that|which|who|where|with|on|about|[a-z]+ing)\b", re.I)
 # words that are not descriptions in "the X one": determiners, ordinals, counts
 NOT_DESCRIPTORS = set(ORDINAL_WORDS) | set(COUNT_WORDS) | {"same", "other", "top", "whole", "next",
                                                             "previous", "above", "below", "following"}
@@ -343,6 +348,9 @@ class _Found:
     unresolved: str = ""
 
 
+PRONOUNS = ("it", "they", "all")  # the kinds of reference a pronoun makes
+
+
 def find_references(message: str, history: list[Turn],
                     describe: Callable[[str], str] = lambda pid: "") -> list[_Found]:
     """Every reference to earlier answers in `message`, in the order written."""
@@ -394,6 +402,8 @@ def find_references(message: str, history: list[Turn],
     if not found:
         for m in THEY_RE.finditer(message):
             add(m, list(last.paper_ids), "they")
+    if NEW_PAPER_RE.search(message):
+        found = [f for f in found if f.kind not in PRONOUNS]
     return sorted(found, key=lambda f: f.start)
 
 
