@@ -463,6 +463,8 @@ class Planner:
         return any(self._is_a_paper_here(n, filters) for n in q.names)
 
     def _is_a_paper_here(self, name: str, filters: Optional[Filters]) -> bool:
+        """Is `name` a paper of the collection: its title (or title head, or acronym), or a name
+        an abstract presents as its own?"""
         _, judged = self._judged(name, filters, self.policy.candidates)
         return any(title_names(name, j.paper) for j in judged) or bool(named_in_abstract(name, judged))
 
