@@ -147,6 +147,8 @@ SUMMARY = convo(["A", "B", "C", "D"])
     ("And what about the one that analyzes the subproblems, showing gradient descent solves them?",
      convo(["Y"]), []),
     ("and the one arguing that single-number scores can't tell what they miss?", convo(["Y"]), []),
+    ("and the note on capacities of unit balls with either their Legendre or polar duals",
+     convo(["Y"]), []),
     ("what about the one you mentioned first? who wrote it?", convo(["X", "Y"]), ["X"]),
     ("and the other one? what do they find?", convo(["X", "Y"], ["X"]), ["Y"]),
 ])

@@ -108,9 +108,10 @@ IT_RE = re.compile(rf"\b(it|its|it's|this {THING}|that {THING}|the same {THING}|
                    r"proposing|introducing|from|in)\b)|the authors?)\b", re.I)
 # "And what about the one that analyzes … showing gradient descent solves them globally?": a
 # message asking for another paper by a description; a pronoun inside the description refers
-# within it ("them": the subproblems), not to an earlier answer
-NEW_PAPER_RE = re.compile(r"^\W*(?:and\s+)?(?:(?:what|how)\s+about\s+)?the\s+(?:one|paper|work|study|article)\s+"
-                          r"(?!you\b)(?:that|which|who|where|with|on|about|[a-z]+ing)\b", re.I)
+# within it ("them": the subproblems; "and the note on capacities of … with their duals":
+# the balls'), not to an earlier answer
+NEW_PAPER_RE = re.compile(r"^\W*(?:and\s+)?(?:(?:what|how)\s+about\s+)?the\s+(?:one|paper|work|study|article|note|preprint|"
+                          r"manuscript)\s+(?!you\b)(?:that|which|who|where|with|on|about|[a-z]+ing)\b", re.I)
 # words that are not descriptions in "the X one": determiners, ordinals, counts
 NOT_DESCRIPTORS = set(ORDINAL_WORDS) | set(COUNT_WORDS) | {"same", "other", "top", "whole", "next",
                                                             "previous", "above", "below", "following"}
