@@ -145,3 +145,28 @@ def shorten(text: str, words: int = 40) -> str:
     if len(parts) <= words:
         return text.strip()
     return " ".join(parts[:words]).rstrip(",;:") + " …"
+
+
+# numbered sub-questions: "(1) … (2) …", "1) … 2) …", "a) … b) …", "Q1: … Q2: …", "First, …
+# Second, …"; only a run that counts from its first label (1, 2; a, b), so a stray "2)" or
+# "(a)" inside a formula is not one
+ENUMERATOR_RE = re.compile(r"(?:^|(?<=[\s:;,.?!]))(?:\(([1-5a-e])\)|([1-5a-e])\)|[Qq]([1-5])\s*[:.)]|"
+                           r"(first|second|third)(?:ly)?\s*[,:])\s+", re.I)
+ENUMERATOR_ORDER = ("12345", "abcde", ("first", "second", "third"))
+
+
+def enumerated(message: str) -> list[str]:
+    """The sub-questions of a message that numbers them ("Q1: … Q2: …", "(a) … (b) …"), without
+    their labels and what comes before the first ("Two quick ones."); [] when it numbers none."""
+    marks = list(ENUMERATOR_RE.finditer(message))
+    for order in ENUMERATOR_ORDER:
+        kept: list[re.Match] = []
+        for m in marks:  # the labels in their order: 1 then 2 …, other marks skipped
+            label = next(g for g in m.groups() if g).lower()
+            if len(kept) < len(order) and label == order[len(kept)]:
+                kept.append(m)
+        if len(kept) >= 2:
+            ends = [m.start() for m in kept[1:]] + [len(message)]
+            pieces = [message[m.end():end].strip(" ,;") for m, end in zip(kept, ends)]
+            return [re.sub(r"\s+(?:and|also)$", "", p, flags=re.I) for p in pieces if terms(p)]
+    return []

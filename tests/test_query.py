@@ -240,6 +240,18 @@ def test_compare_keeps_named_sides_and_drops_references():
     ("Contrast the Schrödingerization quantum preconditioning paper with the Schrödingerization "
      "algorithm for the fractional Poisson equation.",
      ["Schrödingerization quantum preconditioning", "Schrödingerization algorithm for fractional Poisson equation"]),
+    # numbered sides, each up to its sentence end or the connector to the next
+    ("compare: (a) the paper that prunes attention heads, and (b) the one that distils a teacher "
+     "into a small student. which is cheaper?", ["prunes attention heads", "distils teacher into small student"]),
+    ("Two papers, contrast pls. First: lichen growth forecasts from satellites. Second: moss "
+     "mapping with drones (CNN + CRF). what differs?", ["lichen growth forecasts from satellites",
+                                                        "moss mapping with drones (CNN + CRF)"]),
+    # a question or remark after a side's "?" is not part of it
+    ("compare the paper that forecasts lichen growth vs the one that maps moss? both seem ecological",
+     ["forecasts lichen growth", "maps moss"]),
+    # "one …, the other …" after a dash
+    ("two papers here study plants - one is about lichen growth, the other about moss mapping. how "
+     "do they differ?", ["is lichen growth", "moss mapping"]),
 ])
 def test_compare_targets(message, targets):
     assert compare_targets(message) == targets
@@ -260,6 +272,18 @@ def test_compare_targets(message, targets):
     # a word on its own is not a question: "ok and what about …" is one
     ("ok and what about one on sycophancy after preference tuning?",
      ["ok and what about one on sycophancy after preference tuning?"]),
+    # numbered sub-questions are the parts, without their labels or a preamble
+    ("Q1: which paper forecasts lichen growth? Q2: who wrote the moss one?",
+     ["which paper forecasts lichen growth?", "who wrote the moss one?"]),
+    ("Two quick ones. (1) In the lichen paper, what data? (2) For the moss work, which model",
+     ["In the lichen paper, what data?", "For the moss work, which model"]),
+    ("1) anything on lichen growth? 2) any benchmark of moss maps", ["anything on lichen growth?",
+                                                                   "any benchmark of moss maps"]),
+    # a stray "2)" inside a formula numbers nothing
+    ("Which paper bounds f(n/2) by 2) terms?", ["Which paper bounds f(n/2) by 2) terms?"]),
+    # a sentence that says it is another question is one
+    ("is there a paper on lichen growth? and separately, one mapping moss with drones",
+     ["is there a paper on lichen growth?", "and separately, one mapping moss with drones"]),
 ])
 def test_multi_part_questions_split(message, parts):
     assert split_parts(message) == parts

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
-from ..text import STOPWORDS, distinctive_tokens, stems, terms
+from ..text import STOPWORDS, distinctive_tokens, enumerated, stems, terms
 from ..types import Intent, Turn
 from .sides import compare_targets
 
@@ -121,6 +121,8 @@ QUESTION_END_RE = re.compile(r"(?<=\?)\s+")  # after a question mark: the next s
 PART_SPLIT_RE = re.compile(
     r"(?:,\s*(?:and\s+)?|\s+and\s+|;\s*|\?\s+)(?=(?:also\s+)?(?:who|what|which|how|when|where|why|"
     r"by how much|does|do|did|is|are|was|were|can|could)\b)", re.I)
+# a sentence that says it is another question: "…? and separately, one doing X", "…? Also Y"
+ANOTHER_PART_RE = re.compile(r"^\W*(?:and\s+)?(?:also|separately|additionally|plus)\b", re.I)
 
 
 MODES = ("question", "summary", "compare", "similar", "table")
@@ -290,9 +292,12 @@ def split_parts(message: str) -> list[str]:
     when another follows; a last sentence without "?" stays with the question before it unless
     it starts as one. A piece of one word ("ok and what about …") is not a question: it joins
     the next."""
+    numbered = enumerated(message)
+    if numbered:
+        return numbered
     sentences = QUESTION_END_RE.split(message.strip())
     if len(sentences) > 1 and not sentences[-1].rstrip().endswith("?") \
-            and len(PART_SPLIT_RE.split("? " + sentences[-1])) == 1:
+            and len(PART_SPLIT_RE.split("? " + sentences[-1])) == 1 and not ANOTHER_PART_RE.search(sentences[-1]):
         sentences[-2:] = [f"{sentences[-2]} {sentences[-1]}"]
     pieces = [p.strip(" ,;") for sentence in sentences for p in PART_SPLIT_RE.split(sentence)
               if p and p.strip(" ,;?")]
@@ -305,6 +310,12 @@ def split_parts(message: str) -> list[str]:
     if len(parts) > 1 and len(parts[-1].split()) < 2:
         parts[-2:] = [f"{parts[-2]} {parts[-1]}"]
     return parts if len(parts) > 1 else [message.strip()]
+
+
+def plain(message: str) -> str:
+    """The message without the labels of numbered sub-questions, for reading what it asks."""
+    numbered = enumerated(message)
+    return " ".join(p if p.endswith(("?", ".", "!")) else p + "?" for p in numbered) if numbered else message
 
 
 def shown_lists(history: list[Turn]) -> list[Turn]:
@@ -652,8 +663,8 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     if mode in MODES:
         intent: Intent = mode
     else:
-        rules = detect_intent(message)
-        intent = read_intent(message, rules) or rules
+        rules = detect_intent(plain(message))
+        intent = read_intent(plain(message), rules) or rules
     refs = find_references(message, history, describe)
     scope = named_categories(message, categories) if intent in ("question", "summary") else None
     unknown = unknown_category(message) if intent in ("question", "summary") and not scope else None
@@ -668,7 +679,7 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     counts = bool(COUNT_AUTHORS_RE.search(message))
     q = Query(message, intent, topic, asks_authors=counts or bool(AUTHORS_RE.search(message)),
               counts_authors=counts, singular=singular, plural=plural,
-              names=distinctive_tokens(message),
+              names=distinctive_tokens(plain(message)),
               parts=[read_part(p) for p in split_parts(message)], categories=scope.categories if scope else [],
               scope=scope.phrase if scope else "", unknown_category=unknown.phrase if unknown else "")
     for f in refs:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ..text import terms
+from ..text import enumerated, terms
 
 # a clause after the names says how to compare, not what: "... as views on LLM failure modes"
 HOW = r"\s+(?:as|in terms of|with respect to|regarding|on how|when it comes to)\s+.*$"
@@ -34,7 +34,13 @@ SIDE_SPLIT_RE = re.compile(rf"\s*[,;]?\s+(?:with|and|to|versus|vs\.?|against|(?:
 SIDE_SCAFFOLD_RE = re.compile(rf"^the\s+|(?<![\w-]){SIDE_NOUN}(?![\w-])|\b(?:that|which|who|where|on|about)\b", re.I)
 # after the last side, a remark or a new sentence is not part of it ("… brain regions — any
 # methodological overlap?", "… hidden confounders. How do they use the features differently?")
-REMARK_RE = re.compile(r"\s+[—–]\s+.*$|\s+-\s+.*$|(?<=\w)[.;:?!]\s+(?=[A-Z]).*$", re.S)
+# "… with probabilities? both seem to be about …", "… typical answer. how do they differ?")
+QUESTION_WORD = r"(?:how|what|which|why|who|do|does|did|is|are|can|could|both|and|but)\b"
+REMARK_RE = re.compile(rf"\s+[—–]\s+.*$|\s+-\s+.*$|(?<=\w)[.;:?!]\s+(?=[A-Z]).*$|(?<=\w)\?\s+.*$|"
+                       rf"(?<=\w)[.!]\s+(?={QUESTION_WORD}).*$", re.S)
+# what ends a numbered side: a sentence end, or the connector to the next ("(a) X, vs (b) Y")
+NUMBERED_SIDE_END_RE = re.compile(r"(?:(?<=\w{2})|(?<=[)\]]))[.?!](?:\s.*)?$|"
+                                  r"[\s,;]+(?:vs\.?|versus|and|with|against|to)$", re.S | re.I)
 DASH_RE = re.compile(r"\s+[—–-]\s+")
 # "the two … papers for X:" before a colon says what both sides share
 SHARED_RE = re.compile(r"\bthe\s+(?:two|both)\b|\b(?:papers|works|studies|articles|ones)\b", re.I)
@@ -68,6 +74,9 @@ COMPARE_START_RE = re.compile(r"\b(?:compare|comparing|contrast|(?:difference|di
 def compare_targets(message: str) -> list[str]:
     """The sides of "compare A with B": names ("Top-W", "Verbalized Sampling") or descriptions
     ("the paper that unrolls the discriminator optimization")."""
+    numbered = numbered_sides(message)
+    if numbered:
+        return numbered
     m = COMPARE_START_RE.search(message)
     body = _trimmed(m.group(1) if m and terms(m.group(1)) else message)
     # "between" may sit inside a described side ("… causal graphs between brain regions"):
@@ -83,6 +92,14 @@ def compare_targets(message: str) -> list[str]:
     return [t for t in (_clean_name(s) for s in sides) if t and (terms(t) or t.isupper())]
 
 
+def numbered_sides(message: str) -> list[str]:
+    """The sides of "compare (a) X and (b) Y" / "First: X. Second: Y.", each up to its first
+    sentence end; [] when the message numbers fewer than two."""
+    sides = [NUMBERED_SIDE_END_RE.sub("", item.strip()) for item in enumerated(message)]
+    sides = [t for t in (_clean_name(s) for s in sides) if terms(t)]
+    return sides if len(sides) >= 2 else []
+
+
 def _trimmed(body: str) -> str:
     """The body without end punctuation, a leading "how does", or a remark after the sides; a
     dash that introduces described sides ("the two X papers — the one … and the one …") is
@@ -90,7 +107,8 @@ def _trimmed(body: str) -> str:
     body = re.sub(r"[?.!]+$", "", body.strip())
     body = re.sub(r"^(how|in what way|what)\s+(does|do|is|are)\s+", "", body, flags=re.I)
     dash = DASH_RE.search(body)
-    if dash and len(SIDE_SPLIT_RE.split(body[dash.end():])) >= 2:
+    after = body[dash.end():] if dash else ""
+    if dash and (len(SIDE_SPLIT_RE.split(after)) >= 2 or ONE_OTHER_RE.search(after)):
         body = body[:dash.start()] + ": " + body[dash.end():]
     return REMARK_RE.sub("", body).strip()
 
