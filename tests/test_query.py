@@ -249,6 +249,9 @@ def test_compare_keeps_named_sides_and_drops_references():
     # a question or remark after a side's "?" is not part of it
     ("compare the paper that forecasts lichen growth vs the one that maps moss? both seem ecological",
      ["forecasts lichen growth", "maps moss"]),
+    # "A, or B? compare them briefly": the sides are before "compare"
+    ("which is older: the lichen growth forecaster, or the one that maps moss with drones? compare "
+     "them briefly", ["lichen growth forecaster", "maps moss with drones"]),
     # "one …, the other …" after a dash
     ("two papers here study plants - one is about lichen growth, the other about moss mapping. how "
      "do they differ?", ["is lichen growth", "moss mapping"]),

@@ -29,7 +29,7 @@ HOW_CLAUSE_RE = re.compile(rf"(\b{SIDE_NOUN})\s+(?:as|in terms of|with respect t
 SIDE_START = rf"the\s+(?:[\w'()-]+\s+){{0,5}}?{SIDE_NOUN}(?![\w-])"
 DESCRIPTION_RE = re.compile(rf"^{SIDE_START}", re.I)
 DESCRIPTION_SEARCH_RE = re.compile(rf"\b{SIDE_START}", re.I)
-SIDE_SPLIT_RE = re.compile(rf"\s*[,;]?\s+(?:with|and|to|versus|vs\.?|against|(?:differs?|different)\s+from|from)"
+SIDE_SPLIT_RE = re.compile(rf"\s*[,;]?\s+(?:with|and|or|to|versus|vs\.?|against|(?:differs?|different)\s+from|from)"
                            rf"\s+(?={SIDE_START})", re.I)
 SIDE_SCAFFOLD_RE = re.compile(rf"^the\s+|(?<![\w-]){SIDE_NOUN}(?![\w-])|\b(?:that|which|who|where|on|about)\b", re.I)
 # after the last side, a remark or a new sentence is not part of it ("… brain regions — any
@@ -53,7 +53,7 @@ CONNECTORS = [
     re.compile(r"\s+(?:vs\.?|versus|against)\s+", re.I),
     re.compile(r"\s+(?:(?:is|are)\s+)?(?:differs?|different)(?:\s*,[^,]{1,60},)?\s+from\s+", re.I),
     re.compile(r"\s+(?:relates?|related|compares?)\s+(?:to|with)\s+", re.I),
-    re.compile(r"\s*[,;]?\s+(?:with|and|to|from)\s+(?=(?:the|a|an)\s)", re.I),
+    re.compile(r"\s*[,;]?\s+(?:with|and|or|to|from)\s+(?=(?:the|a|an)\s)", re.I),
     re.compile(r"\s+with\s+", re.I),
     re.compile(r"\s*,\s+and\s+|\s+and\s+|\s*&\s*", re.I),
     re.compile(r"\s+to\s+", re.I),
@@ -67,6 +67,8 @@ NAME_SCAFFOLD_RE = re.compile(r"(?<![\w-])(the|a|an|papers?|works?|methods?|appr
                               r"one|two|does|do|differ|differs|different)(?![\w-])", re.I)
 # the words that start a comparison's sides ("between" only after a word asking for one:
 # "the difference between A and B", not "causal graphs between brain regions")
+# "…: A, or the one that B? compare them briefly": the sides are before "compare", not in it
+POINTING_BODY_RE = re.compile(r"^\W*(?:them|these|those|both|the two|each other)(?:\s+[\w-]+){0,2}\W*$", re.I)
 COMPARE_START_RE = re.compile(r"\b(?:compare|comparing|contrast|(?:difference|differences|distinction|"
                               r"relationship|choose)\s+between)\b(.*)", re.I | re.S)
 
@@ -78,6 +80,8 @@ def compare_targets(message: str) -> list[str]:
     if numbered:
         return numbered
     m = COMPARE_START_RE.search(message)
+    if m and POINTING_BODY_RE.search(m.group(1)) and terms(message[:m.start()]):
+        message, m = message[:m.start()], None
     body = _trimmed(m.group(1) if m and terms(m.group(1)) else message)
     # "between" may sit inside a described side ("… causal graphs between brain regions"):
     # sides described from the message's first "the … paper" are tried as well
