@@ -55,6 +55,11 @@ class RelevancePolicy(BaseModel):
     focus_turns: int = Field(
         3, description="Recent answers whose papers a comparison's described sides are resolved "
                        "against first (the conversation's focus).")
+    described_side_threshold: float = Field(
+        0.1, description="A comparison side described in words (not a name, not a cited work such as "
+                         "'Ioffe & Szegedy 2015'): the best paper the model read is that side when its "
+                         "combined probability reaches this, below the question threshold, because the "
+                         "message says the paper is here (benchmarks/calibrate_sides.py).")
     side_options: int = Field(
         3, description="Accepted papers each side of a comparison may be, among which the sides are "
                        "assigned jointly (answer/plan.py assign_sides).")

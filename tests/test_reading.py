@@ -294,3 +294,26 @@ def test_a_summary_holds_the_read_papers_the_model_says_belong(seed_assistant: P
         assert refused.abstain and refused.sources == [] and "judged not to answer" in refused.prefix
     finally:
         planner.reader = engine._reader
+
+
+def test_a_described_comparison_side_takes_the_best_read_paper_at_a_lower_bar(seed_assistant: PaperAssistant):
+    """"Compare … with the one that explains why preference tuning makes models agree too much":
+    the message says that paper is here, so the best paper the model read is that side even when
+    a question would not cite it (strict model); not for a work cited from elsewhere, nor below
+    the described-side threshold."""
+    settings = seed_assistant.settings
+    engine, planner = seed_assistant.engine, seed_assistant.engine.planner
+    side = "explains why preference tuning makes models agree with users too much"
+    judged = engine.judge.judge(side, seed_assistant.search(side, k=20))
+    titles = {j.paper.title: (0.97 if j.paper.authors[0] == "Itai Shapira" else 0.02) for j in judged}
+    strict = ReadingModel(w_gate=0.0, w_yes=1.0, w_lead=2.0, intercept=0.0, threshold=0.999, provenance={})
+    try:
+        planner.reader = lambda: Reader(Says(titles), engine.embed, settings.relevance, strict)
+        assert not planner._chosen(side, judged, singular=True, plural=False)[0]  # a question: refused
+        accepted, _ = planner._side_options(side, None)
+        assert [j.paper.authors[0] for j in accepted] == ["Itai Shapira"]
+        assert planner._side_options(side + " (Perez et al. 2022)", None)[0] == []
+        planner.policy = settings.relevance.model_copy(update={"described_side_threshold": 0.9999})
+        assert planner._side_options(side, None)[0] == []
+    finally:
+        planner.reader, planner.policy = engine._reader, settings.relevance

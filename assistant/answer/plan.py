@@ -25,6 +25,7 @@ from .intent import default_model as intent_model, read_intent
 from .query import Query, parse, shown_lists
 from .reading import MAY_ANSWER, Read, Reader
 from .relevance import Judge, Judged, authors_named
+from .sides import cites_a_work
 from .table import table_cells, table_markdown
 from .naming import named_in_abstract, names_paper, names_title, new_terms, only_a_name, title_names
 from .themes import Theme, central, kmeans, target_groups, theme_name, themes
@@ -365,11 +366,14 @@ class Planner:
         if names_only or only_a_name(target):  # "GPT-2" that no candidate spells is not here, however near
             return [], hits
         # a side described in other words: the model reads the best candidates when the gate is
-        # unsure, as for a question; with no model to read, the user's word that the paper
-        # exists makes membership (the summary threshold) enough
+        # unsure, as for a question. The user's word that the paper exists lowers the bar: with
+        # no model to read, membership (the summary threshold) is enough; with a reading, its
+        # best paper at the described-side threshold (not for a work cited from elsewhere)
         accepted, reading = self._chosen(target, judged, singular=False, plural=True)
         if not accepted and reading is None:
             accepted = self.judge.relevant(judged, self.judge.summary_threshold)
+        elif not accepted and not cites_a_work(target):
+            accepted = [j for j in reading.read[:1] if j.p >= self.policy.described_side_threshold]
         return accepted[: self.policy.side_options], [j.hit for j in accepted]
 
     # ------------------------------------------------------------------ refusals

@@ -73,6 +73,15 @@ COMPARE_START_RE = re.compile(r"\b(?:compare|comparing|contrast|(?:difference|di
                               r"relationship|choose)\s+between)\b(.*)", re.I | re.S)
 
 
+# a side that cites a publication ("batch norm (Ioffe & Szegedy 2015)", "Hamilton's original 1982
+# three-manifolds paper", "He et al."): a work the user knows from elsewhere, maybe not here
+CITATION_RE = re.compile(r"(?<![\w.-])(?:1[6-9]|20)\d\d(?![\w.-])|\bet al\b|\w\s*&\s*\w", re.I)
+
+
+def cites_a_work(side: str) -> bool:
+    return bool(CITATION_RE.search(side))
+
+
 def compare_targets(message: str) -> list[str]:
     """The sides of "compare A with B": names ("Top-W", "Verbalized Sampling") or descriptions
     ("the paper that unrolls the discriminator optimization")."""
