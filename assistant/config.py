@@ -56,8 +56,8 @@ class RelevancePolicy(BaseModel):
         3, description="Recent answers whose papers a comparison's described sides are resolved "
                        "against first (the conversation's focus).")
     described_side_threshold: float = Field(
-        0.1, description="A comparison side described in words (not a name, not a cited work such as "
-                         "'Ioffe & Szegedy 2015'): the best paper the model read is that side when its "
+        0.1, description="A comparison side described in words (three content words or more, not a "
+                         "work cited such as 'Ioffe & Szegedy 2015'): the best paper the model read is that side when its "
                          "combined probability reaches this, below the question threshold, because the "
                          "message says the paper is here (benchmarks/calibrate_sides.py).")
     side_options: int = Field(

@@ -11,8 +11,9 @@ combined probability, and whether each is an expected paper (benchmarks/calibrat
 sides_reading.jsonl). The table counts, for the sides the question threshold refused, how many
 would be resolved to an expected paper (right) or to another one (wrong: a neighbour cited as a
 side that is absent or is another paper) if the best paper read joined at threshold T; sides
-that cite a work ("… (Ioffe & Szegedy 2015)") are counted apart, since the engine keeps the
-question threshold for them. RelevancePolicy.described_side_threshold is chosen from it.
+that are not descriptions (fewer than three content words, or a work cited from elsewhere:
+"… (Ioffe & Szegedy 2015)") are counted apart, since the engine keeps the question threshold
+for them. RelevancePolicy.described_side_threshold is chosen from it.
 """
 from __future__ import annotations
 
@@ -72,19 +73,19 @@ def record() -> None:
 
 
 def table() -> None:
-    from assistant.answer.sides import cites_a_work
+    from assistant.answer.sides import describes_a_paper_here
 
     rows = [json.loads(line) for line in OUT.open()]
     refused = [r for r in rows if r.get("read") and not r["accepted"]]
     print(f"{len(rows)} sides, {len(refused)} read and refused at the question threshold")
-    print("T      right  wrong   (sides citing a work: right wrong)")
+    print("T      right  wrong   (names, fragments, cited works: right wrong)")
     for t in THRESHOLDS:
-        counts = {True: [0, 0], False: [0, 0]}
+        counts = {True: [0, 0], False: [0, 0]}  # described: [right, wrong]
         for r in refused:
             pid, p, _ = r["read"][0]
             if p >= t:
-                counts[cites_a_work(r["side"])][pid not in r["expect"]] += 1
-        print(f"{t:<6} {counts[False][0]:5d}  {counts[False][1]:5d}   {counts[True][0]:5d} {counts[True][1]:5d}")
+                counts[describes_a_paper_here(r["side"])][pid not in r["expect"]] += 1
+        print(f"{t:<6} {counts[True][0]:5d}  {counts[True][1]:5d}   {counts[False][0]:5d} {counts[False][1]:5d}")
 
 
 if __name__ == "__main__":

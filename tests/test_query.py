@@ -97,7 +97,7 @@ def test_a_topic_made_only_of_request_words_falls_back_to_the_message():
 
 # ---------------------------------------------------------------- references to earlier answers
 from assistant.answer.query import parse, split_parts  # noqa: E402
-from assistant.answer.sides import compare_targets  # noqa: E402
+from assistant.answer.sides import compare_targets, describes_a_paper_here  # noqa: E402
 from assistant.types import Turn  # noqa: E402
 
 TEXTS = {"A": "Causal discovery from multiple views", "B": "Federated causal effect estimation",
@@ -258,6 +258,17 @@ def test_compare_keeps_named_sides_and_drops_references():
 ])
 def test_compare_targets(message, targets):
     assert compare_targets(message) == targets
+
+
+@pytest.mark.parametrize("side,described", [
+    ("prompting trick where the model lists candidate answers", True),
+    ("against", False),  # "what do they compare against?"
+    ("them briefly", False),
+    ("batch norm (Ioffe & Szegedy 2015)", False),  # a work cited from elsewhere
+    ("the original ResNet by He et al.", False),
+])
+def test_a_side_describes_a_paper_here_only_in_enough_words_of_its_own(side, described):
+    assert describes_a_paper_here(side) is described
 
 
 @pytest.mark.parametrize("message,parts", [

@@ -312,7 +312,7 @@ def test_a_described_comparison_side_takes_the_best_read_paper_at_a_lower_bar(se
         assert not planner._chosen(side, judged, singular=True, plural=False)[0]  # a question: refused
         accepted, _ = planner._side_options(side, None)
         assert [j.paper.authors[0] for j in accepted] == ["Itai Shapira"]
-        assert planner._side_options(side + " (Perez et al. 2022)", None)[0] == []
+        assert planner._side_options(side + " (Perez et al. 2022)", None)[0] == []  # a cited work
         planner.policy = settings.relevance.model_copy(update={"described_side_threshold": 0.9999})
         assert planner._side_options(side, None)[0] == []
     finally:

@@ -25,7 +25,7 @@ from .intent import default_model as intent_model, read_intent
 from .query import Query, parse, shown_lists
 from .reading import MAY_ANSWER, Read, Reader
 from .relevance import Judge, Judged, authors_named
-from .sides import cites_a_work
+from .sides import describes_a_paper_here
 from .table import table_cells, table_markdown
 from .naming import named_in_abstract, names_paper, names_title, new_terms, only_a_name, title_names
 from .themes import Theme, central, kmeans, target_groups, theme_name, themes
@@ -372,7 +372,7 @@ class Planner:
         accepted, reading = self._chosen(target, judged, singular=False, plural=True)
         if not accepted and reading is None:
             accepted = self.judge.relevant(judged, self.judge.summary_threshold)
-        elif not accepted and not cites_a_work(target):
+        elif not accepted and describes_a_paper_here(target):
             accepted = [j for j in reading.read[:1] if j.p >= self.policy.described_side_threshold]
         return accepted[: self.policy.side_options], [j.hit for j in accepted]
 

@@ -78,8 +78,15 @@ COMPARE_START_RE = re.compile(r"\b(?:compare|comparing|contrast|(?:difference|di
 CITATION_RE = re.compile(r"(?<![\w.-])(?:1[6-9]|20)\d\d(?![\w.-])|\bet al\b|\w\s*&\s*\w", re.I)
 
 
-def cites_a_work(side: str) -> bool:
-    return bool(CITATION_RE.search(side))
+# fewer content words than this is a name or a fragment ("against" in "what do they compare
+# against?"), not a description of a paper
+DESCRIPTION_TERMS = 3
+
+
+def describes_a_paper_here(side: str) -> bool:
+    """A side that describes a paper in words, not a name, a fragment, or a work cited from
+    elsewhere: the message says the paper is in the collection."""
+    return len(terms(side)) >= DESCRIPTION_TERMS and not CITATION_RE.search(side)
 
 
 def compare_targets(message: str) -> list[str]:
