@@ -240,6 +240,8 @@ def test_compare_keeps_named_sides_and_drops_references():
     ("Contrast the Schrödingerization quantum preconditioning paper with the Schrödingerization "
      "algorithm for the fractional Poisson equation.",
      ["Schrödingerization quantum preconditioning", "Schrödingerization algorithm for fractional Poisson equation"]),
+    ("what are the main differences between GraphSAGE and TransE in how they embed nodes?",
+     ["GraphSAGE", "TransE"]),
     # numbered sides, each up to its sentence end or the connector to the next
     ("compare: (a) the paper that prunes attention heads, and (b) the one that distils a teacher "
      "into a small student. which is cheaper?", ["prunes attention heads", "distils teacher into small student"]),

@@ -13,7 +13,7 @@ import re
 from ..text import enumerated, terms
 
 # a clause after the names says how to compare, not what: "... as views on LLM failure modes"
-HOW = r"\s+(?:as|in terms of|with respect to|regarding|on how|when it comes to)\s+.*$"
+HOW = r"\s+(?:as|in terms of|with respect to|regarding|on how|in how|in what|when it comes to)\s+.*$"
 TRAILING_CLAUSE_RE = re.compile(HOW, re.I)
 # after two names, also what for and a question about them: "gptq vs awq for 4 bit weight
 # quantization, which is better", "DreamerV3 and MuZero as approaches to learning with world models"
