@@ -313,6 +313,8 @@ def test_a_described_comparison_side_takes_the_best_read_paper_at_a_lower_bar(se
         accepted, _ = planner._side_options(side, None)
         assert [j.paper.authors[0] for j in accepted] == ["Itai Shapira"]
         assert planner._side_options(side + " (Perez et al. 2022)", None)[0] == []  # a cited work
+        # "do they compare against …?": what an earlier paper is compared with, not a paper here
+        assert planner._side_options(side, None, asserted=False)[0] == []
         planner.policy = settings.relevance.model_copy(update={"described_side_threshold": 0.9999})
         assert planner._side_options(side, None)[0] == []
     finally:

@@ -329,7 +329,7 @@ class Planner:
         names_only = len(focus) >= 2
         options, kept = [], []
         for target in targets:
-            accepted, hits = self._side_options(target, filters, names_only)
+            accepted, hits = self._side_options(target, filters, names_only, asserted=not focus)
             if names_only and not accepted:
                 continue
             kept.append(target)
@@ -354,11 +354,13 @@ class Planner:
         plan.max_tokens = 120
         return plan
 
-    def _side_options(self, target: str, filters,
-                      names_only: bool = False) -> tuple[list[Judged], list[Hit]]:
+    def _side_options(self, target: str, filters, names_only: bool = False,
+                      asserted: bool = True) -> tuple[list[Judged], list[Hit]]:
         """The papers one side of a comparison may be, best first: a paper named by the side
         (its method name or title) alone, else (unless `names_only`) those the relevance
-        judgement accepts."""
+        judgement accepts. `asserted`: the message describes the side as a paper here ("compare
+        the paper that X with the one that Y"), not as what an earlier paper is compared with
+        ("do they compare against deep network classifiers?")."""
         hits, judged = self._judged(target, filters, self.policy.candidates)
         named = [j for j in judged if title_names(target, j.paper)] or named_in_abstract(target, judged)
         if named:
@@ -372,7 +374,7 @@ class Planner:
         accepted, reading = self._chosen(target, judged, singular=False, plural=True)
         if not accepted and reading is None:
             accepted = self.judge.relevant(judged, self.judge.summary_threshold)
-        elif not accepted and describes_a_paper_here(target):
+        elif not accepted and asserted and describes_a_paper_here(target):
             accepted = [j for j in reading.read[:1] if j.p >= self.policy.described_side_threshold]
         return accepted[: self.policy.side_options], [j.hit for j in accepted]
 
