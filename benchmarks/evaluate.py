@@ -54,13 +54,17 @@ DEFAULT_SETS = {
     "seed-conversations": ("seed", QUESTIONS / "seed_conversations.jsonl"),
     "arxiv_math-conversations": ("arxiv_math", QUESTIONS / "arxiv_math_conversations.jsonl"),
     "ml_conf-conversations": ("ml_conf", QUESTIONS / "ml_conf_conversations.jsonl"),
-    # rounds 2 and 3 of the same shape, each scored before any change made for it
+    # rounds 2 to 4 of the same shape, each scored before any change made for it
     "seed-conversations-2": ("seed", QUESTIONS / "seed_conversations_2.jsonl"),
     "arxiv_math-conversations-2": ("arxiv_math", QUESTIONS / "arxiv_math_conversations_2.jsonl"),
     "ml_conf-conversations-2": ("ml_conf", QUESTIONS / "ml_conf_conversations_2.jsonl"),
     "seed-conversations-3": ("seed", QUESTIONS / "seed_conversations_3.jsonl"),
     "arxiv_math-conversations-3": ("arxiv_math", QUESTIONS / "arxiv_math_conversations_3.jsonl"),
     "ml_conf-conversations-3": ("ml_conf", QUESTIONS / "ml_conf_conversations_3.jsonl"),
+    "seed-conversations-4": ("seed", QUESTIONS / "seed_conversations_4.jsonl"),
+    "arxiv_math-conversations-4": ("arxiv_math", QUESTIONS / "arxiv_math_conversations_4.jsonl"),
+    # (ml_conf records have no authors: its round-4 set has no author-count items)
+    "ml_conf-conversations-4": ("ml_conf", QUESTIONS / "ml_conf_conversations_4.jsonl"),
     "scifact-heldout": ("scifact", None),
 }
 # kinds whose every expected paper must be cited (else: any one of them), and kinds where
