@@ -60,6 +60,10 @@ class RelevancePolicy(BaseModel):
                          "work cited such as 'Ioffe & Szegedy 2015'): the best paper the model read is that side when its "
                          "combined probability reaches this, below the question threshold, because the "
                          "message says the paper is here (benchmarks/calibrate_sides.py).")
+    follow_up_threshold: float = Field(
+        0.9, description="A question that names no paper and asks for none, right after an answer about "
+                         "one paper, is about that paper when retrieval ranks it first for the question or "
+                         "the model reads it at this yes-probability (benchmarks/calibrate_focus.py).")
     side_options: int = Field(
         3, description="Accepted papers each side of a comparison may be, among which the sides are "
                        "assigned jointly (answer/plan.py assign_sides).")

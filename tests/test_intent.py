@@ -78,3 +78,35 @@ def test_where_the_rules_name_an_intent_they_decide(seed_assistant):
     # the rules say compare; whatever the model reads, rules_then_model keeps it
     answer = seed_assistant.ask("Compare Top-W with Verbalized Sampling")
     assert answer.intent == "compare"
+
+
+# follow-ups about the paper in focus that the phrase rules read as content (asked_by_rules)
+ASKED_BY_MEANING = [("is this a one-person effort?", "authors_count"),
+                    ("whose paper is this?", "authors"),
+                    ("which baselines do they beat?", "content")]
+
+
+@pytest.mark.parametrize("message,asked", ASKED_BY_MEANING)
+def test_the_asks_model_reads_what_a_follow_up_asks_about_its_paper(message, asked):
+    from assistant.answer.intent import asks_model, read_asks
+    from assistant.answer.query import asked_by_rules
+
+    model = asks_model()
+    assert sorted(model.labels) == ["authors", "authors_count", "content", "date"]
+    assert model.provenance["test_accuracy"]["confident"] > model.provenance["test_accuracy"]["rules"]
+    assert asked_by_rules(message) == "content"
+    read, p = read_asks(message)
+    assert read == asked and p >= model.provenance["confidence"]
+
+
+def test_a_follow_up_the_rules_miss_gets_its_author_count_on_the_seed_corpus(seed_assistant, by_rules):
+    from assistant.types import Turn
+
+    first = seed_assistant.ask("Which paper is about Kolmogorov-Arnold Networks?")
+    assert len(first.citations) == 1
+    history = [Turn(role="user", content="Which paper is about Kolmogorov-Arnold Networks?"), first.as_turn()]
+    n = len(first.citations[0].authors)
+    answer = seed_assistant.ask("is this a one-person effort?", history)
+    assert f"That is {n} authors." in answer.answer and [c.paper_id for c in answer.citations] == \
+        [first.citations[0].paper_id]
+    assert f"That is {n} authors." not in by_rules.ask("is this a one-person effort?", history).answer

@@ -534,3 +534,48 @@ def test_those_two_after_two_one_paper_answers_points_at_both(message):
     history = [Turn(role="user", content="a"), Turn(role="assistant", content="x [1]", paper_ids=["A"]),
                Turn(role="user", content="b"), Turn(role="assistant", content="y [1]", paper_ids=["B"])]
     assert sorted(parse(message, history).references) == ["A", "B"]
+
+
+@pytest.mark.parametrize("message", ["Which variables get bisected at each iteration?",
+                                     "any results on mnist?",
+                                     "what does the system converge to in the large-time limit?"])
+def test_a_question_naming_no_paper_after_a_one_paper_answer_may_follow_up_on_it(message):
+    assert parse(message, convo(["A"])).follow_up == ["A"]
+    assert parse(message, []).follow_up == []  # nothing shown: a new question
+
+
+@pytest.mark.parametrize("message,history", [
+    ("Which paper studies face relighting?", convo(["A"])),  # asks for a paper
+    ("Any papers on data assimilation?", convo(["A"])),
+    ("What data does it use?", convo(["A"])),  # "it": a reference, resolved as such
+    ("Which variables get bisected at each iteration?", convo(["A", "B"])),  # which of the two?
+    ("Which variables get bisected at each iteration?", convo(["A"], refused_last=True)),
+    ("Summarize the papers on causal inference.", convo(["A"])),
+])
+def test_no_follow_up_when_the_message_asks_for_papers_refers_to_one_or_the_last_answer_was_not_one_paper(
+        message, history):
+    assert parse(message, history).follow_up == []
+
+
+def test_what_a_follow_up_asks_about_its_paper_is_read_by_meaning_where_the_rules_read_content():
+    """"solo work or joint?" names no author word the rules know: the fitted reading
+    (`read_asks`) says it counts authors, and it is about the paper the last answer cited. Where
+    the reading is unsure, the phrase rules decide."""
+    q = parse("solo work or joint?", convo(["A"]), read_asks=lambda m: "authors_count")
+    assert (q.asks_authors, q.counts_authors, q.references) == (True, True, ["A"])
+    assert [p.topic for p in q.parts] == [""]  # nothing to retrieve: the record answers it
+    q = parse("whose work is that", convo(["A"]), read_asks=lambda m: "authors")
+    assert (q.asks_authors, q.counts_authors, q.references) == (True, False, ["A"])
+    q = parse("any results on mnist?", convo(["A"]), read_asks=lambda m: None)  # unsure: content
+    assert not q.asks_authors and q.follow_up == ["A"]
+
+    def never(message):
+        raise AssertionError(f"read_asks consulted for {message!r}")
+
+    # a question for a paper, or with nothing shown before, is not about a paper in focus
+    assert not parse("Which paper is by Sriraam Natarajan?", convo(["A"]), read_asks=never).asks_authors
+    assert not parse("solo work or joint?", [], read_asks=never).asks_authors
+    # unsure: the rules; sure, the reading decides, also against them ("by whom" of an earlier result)
+    assert parse("how many authors does it have?", convo(["A"]), read_asks=lambda m: None).counts_authors
+    q = parse("was the N=1 case already done? by whom?", convo(["A"]), read_asks=lambda m: "content")
+    assert not q.asks_authors and q.follow_up == ["A"] and q.parts[0].topic

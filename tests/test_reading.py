@@ -319,3 +319,42 @@ def test_a_described_comparison_side_takes_the_best_read_paper_at_a_lower_bar(se
         assert planner._side_options(side, None)[0] == []
     finally:
         planner.reader, planner.policy = engine._reader, settings.relevance
+
+
+def test_a_question_naming_no_paper_after_a_one_paper_answer_is_about_it_when_read_so(
+        seed_assistant: PaperAssistant):
+    """"What is the main limitation?" needs no "it": right after an answer about one
+    paper it is about that paper when the model reads it so at `follow_up_threshold`, or when
+    retrieval ranks it first for the question; a new question is not (its own paper ranks first
+    and the model reads the previous paper lower)."""
+    from assistant.types import Turn
+
+    settings = seed_assistant.settings
+    engine, planner = seed_assistant.engine, seed_assistant.engine.planner
+    shapira = next(p for p in seed_assistant.store.papers().values() if p.authors[0] == "Itai Shapira")
+    history = [Turn(role="user", content=SYCOPHANCY_QUESTION),
+               Turn(role="assistant", content="… [1]", paper_ids=[shapira.paper_id])]
+    follow_up = "What is the main limitation?"
+    judged = engine.judge.judge(follow_up, seed_assistant.search(follow_up, k=20))
+    assert judged[0].paper.paper_id != shapira.paper_id  # retrieval alone would not take it
+    titles = {p.title: 0.02 for p in seed_assistant.store.papers().values()}
+    try:
+        planner.reader = lambda: Reader(Says({**titles, shapira.title: 0.95}), engine.embed,
+                                        settings.relevance, MODEL)
+        plan = planner.plan(follow_up, history, None, None, None)
+        assert not plan.abstain and [s.paper.paper_id for s in plan.sources] == [shapira.paper_id]
+        planner.reader = lambda: Reader(Says({**titles, shapira.title: 0.6}), engine.embed,
+                                        settings.relevance, MODEL)
+        plan = planner.plan(follow_up, history, None, None, None)
+        assert shapira.paper_id not in [s.paper.paper_id for s in plan.sources]
+    finally:
+        planner.reader = engine._reader
+    # without a model: only retrieval ranking the paper first makes the question a follow-up
+    vague = "How big is the effect in the largest model?"
+    ranked = engine.judge.judge(vague, seed_assistant.search(vague, k=20))
+    assert not engine.judge.choose(ranked, singular=False, plural=False)  # the gate alone refuses
+    first = ranked[0].paper
+    shown = [Turn(role="user", content="…"), Turn(role="assistant", content="… [1]", paper_ids=[first.paper_id])]
+    plan = planner.plan(vague, shown, None, None, None)
+    assert not plan.abstain and [s.paper.paper_id for s in plan.sources] == [first.paper_id]
+    assert planner.plan(vague, history, None, None, None).abstain  # after another paper: refused

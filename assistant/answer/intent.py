@@ -10,6 +10,10 @@ How its reading and the phrase rules combine is Settings.intent: "rules" (query.
 alone), "model" (this model alone) or "rules_then_model" (the default: the rules where they name
 an intent, this model where they do not and its probability reaches `intent_confidence`).
 Measured on blind messages in docs/benchmarks.md.
+
+The same kind of model reads what a follow-up asks about the paper in focus (read_asks:
+authors_count for "solo work or joint?", authors, date or content), where the phrase rules of
+query.py read content; fitted by benchmarks/fit_asks.py, shipped as assistant/data/asks_model.json.
 """
 from __future__ import annotations
 
@@ -26,6 +30,9 @@ from ..embed import OnnxMiniLMEmbedding
 from ..types import Intent
 
 MODEL_PATH = DATA_DIR / "intent_model.json"
+# What a follow-up asks about its paper (authors_count, authors, date, content): the same kind of
+# model over the same vectors, fitted by benchmarks/fit_asks.py.
+ASKS_MODEL_PATH = DATA_DIR / "asks_model.json"
 
 
 @dataclass
@@ -59,6 +66,11 @@ def default_model() -> IntentModel:
 
 
 @lru_cache(maxsize=1)
+def asks_model() -> IntentModel:
+    return IntentModel.load(ASKS_MODEL_PATH)
+
+
+@lru_cache(maxsize=1)
 def _embedder() -> OnnxMiniLMEmbedding:
     return OnnxMiniLMEmbedding()
 
@@ -73,7 +85,15 @@ def message_vectors(messages: list[str], embedder: object = None) -> np.ndarray:
 def read_intent(message: str, model: Optional[IntentModel] = None,
                 embedder: object = None) -> tuple[Intent, float]:
     """The intent the model reads in `message`, with its probability."""
-    model = model or default_model()
+    return _best(model or default_model(), message, embedder)  # type: ignore[return-value]
+
+
+def read_asks(message: str, embedder: object = None) -> tuple[str, float]:
+    """What the model reads a follow-up as asking about its paper, with its probability."""
+    return _best(asks_model(), message, embedder)
+
+
+def _best(model: IntentModel, message: str, embedder: object) -> tuple[str, float]:
     p = model.proba(message_vectors([message], embedder))[0]
     best = int(np.argmax(p))
-    return model.labels[best], float(p[best])  # type: ignore[return-value]
+    return model.labels[best], float(p[best])

@@ -21,7 +21,7 @@ from ..text import terms
 from ..types import Filters, Hit, Intent, LiteratureTable, Paper, TableRow, Turn
 from . import compose
 from .evidence import SentenceEmbeddings, Source, evidence_for, safe_sentences
-from .intent import default_model as intent_model, read_intent
+from .intent import asks_model, default_model as intent_model, read_asks, read_intent
 from .query import Query, parse, shown_lists
 from .reading import MAY_ANSWER, Read, Reader
 from .relevance import Judge, Judged, authors_named
@@ -79,7 +79,7 @@ class Planner:
               filters: Optional[Filters], k: Optional[int]) -> TurnPlan:
         categories = sorted(self.store.corpus_stats().categories)
         q = parse(message, history, mode, describe=self._describe, categories=categories,
-                  read_intent=self._read_intent)
+                  read_intent=self._read_intent, read_asks=self._read_asks)
         plan = self._route(q, history, scoped(filters, q), k)
         if q.unknown_category:  # "the NLP area" in a collection without one: say how it was read
             plan.notices.append(compose.unknown_category(q.unknown_category, categories,
@@ -98,6 +98,14 @@ class Planner:
         if confidence is None:
             confidence = intent_model().provenance.get("confidence", 0.0)
         return intent if self.settings.intent == "model" or p >= confidence else None
+
+    def _read_asks(self, message: str) -> Optional[str]:
+        """What a follow-up asks about its paper, read by meaning (answer/intent.py), when the
+        model is sure enough (its fitted confidence) and Settings.intent lets models read."""
+        if self.settings.intent == "rules":
+            return None
+        asked, p = read_asks(message, embedder=self.embed.embedder)
+        return asked if p >= asks_model().provenance.get("confidence", 0.0) else None
 
     def _route(self, q: Query, history: list[Turn], filters: Optional[Filters],
                k: Optional[int]) -> TurnPlan:
@@ -124,6 +132,10 @@ class Planner:
         if sum(bool(part.topic) for part in q.parts) > 1:  # "which paper does X, and who wrote the one on Y?"
             return self._parts(q, filters, k)
         hits, judged = self._judged(q.topic, filters, max(k or 0, self.policy.candidates))
+        followed = self._followed_up(q, judged, filters)
+        if followed is not None:
+            plan = TurnPlan("question", q.message, retrieved=[as_hit(followed)])
+            return self._about(plan, q, [followed], previous=previous_user_message(history))
         chosen, reading = self._chosen(q.message, judged, q.singular, q.plural)
         if not chosen and reading is None and self._worth_rewriting(judged):
             hits, chosen = self._rewritten(q, filters, hits)
@@ -131,6 +143,24 @@ class Planner:
         if not chosen:
             return self._refuse(plan, q, judged, filters, reading)
         return self._about(plan, q, [j.paper for j in chosen])
+
+    def _followed_up(self, q: Query, judged: list[Judged], filters) -> Optional[Paper]:
+        """The paper of the last answer, when a question that names none is about it: retrieval
+        ranks it first for the question, or, unless the gate is sure of another paper, the model
+        reads it as answering at `follow_up_threshold` (a new topic's own paper ranks first, and
+        the model reads the previous paper lower: benchmarks/calibrate_focus.py). None: the
+        question is a new one."""
+        paper = self.store.paper(q.follow_up[0]) if q.follow_up else None
+        if paper is None or self._names_other_papers(q, [paper], filters):
+            return None
+        allowed = self.store.allowed_papers(filters)
+        if allowed is not None and paper.paper_id not in allowed:
+            return None
+        if judged and judged[0].paper.paper_id == paper.paper_id:
+            return paper
+        if judged and judged[0].p >= (self.policy.reading_sure or self.judge.threshold):
+            return None  # the gate is sure of another paper: a new question, nothing to read
+        return paper if self._may_answer(q.message, paper, self.policy.follow_up_threshold) else None
 
     def _chosen(self, question: str, judged: list[Judged], singular: bool,
                 plural: bool) -> tuple[list[Judged], Optional[Read]]:
@@ -419,10 +449,11 @@ class Planner:
             return plan
         return self._offer(q, offered)
 
-    def _may_answer(self, question: str, paper: Paper) -> bool:
-        """The model's reading: may `paper` answer `question`? False when no model reads."""
+    def _may_answer(self, question: str, paper: Paper, at: float = MAY_ANSWER) -> bool:
+        """The model's reading: may `paper` answer `question` (yes-probability ≥ `at`)? False
+        when no model reads."""
         reader = self.reader() if self.reader is not None else None
-        return reader is not None and reader.may_answer(question, paper)
+        return reader is not None and reader.may_answer(question, paper, at)
 
     def _offer(self, q: Query, offered: list[Paper]) -> TurnPlan:
         """"Who wrote it?" after a refusal: "it" is not one paper; offer the closest as choices."""

@@ -140,6 +140,16 @@ METADATA_PART_RE = re.compile(r"^\s*(and\s+)?(who (wrote|authored|are the author
                               r"|(which|what) venue)\b", re.I)
 
 
+def asked_by_rules(message: str) -> str:
+    """What a follow-up asks about its paper, by the phrase rules: authors_count, authors, date
+    (or venue) or content (answer/intent.py's AsksModel reads the same by meaning)."""
+    if COUNT_AUTHORS_RE.search(message):
+        return "authors_count"
+    if AUTHORS_RE.search(message):
+        return "authors"
+    return "date" if METADATA_PART_RE.search(message) else "content"
+
+
 @dataclass
 class Part:
     """One sub-question of a message: its text, what its own retrieval looks for ("" when it
@@ -190,6 +200,9 @@ class Query:
     table_topic: str = ""  # what a table is about ("causal inference"), "" when it names no topic
     table_aspects: list[str] = field(default_factory=list)  # its columns ("method", "data")
     table_of_previous: bool = False  # "a table of the papers you cited": the last answer's papers
+    # a question that names no paper and asks for none, right after an answer about one paper
+    # ("which variables get bisected?"): that paper, which may be what it asks about (plan reads it)
+    follow_up: list[str] = field(default_factory=list)
 
     @property
     def sides(self) -> list[str]:
@@ -653,12 +666,14 @@ def asks_for_everything(text: str) -> bool:
 
 def parse(message: str, history: list[Turn], mode: Optional[str] = None,
           describe: Callable[[str], str] = lambda pid: "", categories: Sequence[str] = (),
-          read_intent: Callable[[str, Intent], Optional[Intent]] = lambda message, rules: None) -> Query:
+          read_intent: Callable[[str, Intent], Optional[Intent]] = lambda message, rules: None,
+          read_asks: Callable[[str], Optional[str]] = lambda message: None) -> Query:
     """The typed query of one message in its conversation. `describe(paper_id)` gives a paper's
     text, for references by description ("the causal papers you mentioned"); `categories` are
     the collection's, for a category named as one ("the papers in the Robotics area");
     `read_intent(message, rules)` reads what the message asks for by meaning, given the phrase
-    rules' reading (answer/intent.py; None: the rules decide)."""
+    rules' reading (answer/intent.py; None: the rules decide); `read_asks(message)` reads what a
+    follow-up asks about its paper where the rules read content (None: unsure, content)."""
     message = message.strip()
     if mode in MODES:
         intent: Intent = mode
@@ -687,12 +702,19 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
         q.unresolved = q.unresolved or f.unresolved
     q.reference = refs[0].kind if refs else ""
     turns = shown_lists(history)
+    asked = read_asks(plain(message)) if about_a_shown_paper(q, turns) else None
+    if asked is not None:  # read by meaning ("solo work or joint?"; "who proved the case they extend?")
+        q.asks_authors, q.counts_authors = asked in ("authors", "authors_count"), asked == "authors_count"
+        if asked != "date":  # a date is answered as the rules read it (the record's year)
+            q.parts = [Part(message, "" if q.asks_authors else question_core(message), *wanted(message),
+                            q.asks_authors)]
     if not refs and turns and q.asks_authors and not any(part.topic for part in q.parts):
         # "number of authors?": a question about a paper that names none is about the one in focus
         q.references, q.reference = turns[0].paper_ids[:1], "it"
     if intent == "compare" and q.reference in ("all", "they") and len(q.references) == 1:
         q.references = _accumulated(turns, 2)  # "how do they differ?" after two one-paper answers
     q.after_refusal = bool(refs) and turns[0].refused
+    q.follow_up = follow_up_focus(q, history)
     if intent == "compare":
         q.targets = compare_targets(_without(message, refs))
     if intent == "similar":
@@ -706,6 +728,24 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
             rest = table_scope.rest
             q.table_topic = "" if only_request_words(rest) else topic_of(rest)  # "": all of it
     return q
+
+
+def about_a_shown_paper(q: Query, turns: list[Turn]) -> bool:
+    """A question of one topic that asks for no paper, and either refers to a paper shown or comes
+    right after an answer that cited papers: it asks something about a paper in focus."""
+    if q.intent != "question" or sum(bool(p.topic) for p in q.parts) > 1 or q.singular or q.plural:
+        return False
+    return bool(q.references) or bool(turns) and not turns[0].refused
+
+
+def follow_up_focus(q: Query, history: list[Turn]) -> list[str]:
+    """The paper a question may follow up on: the one the last answer cited, when the question
+    refers to no paper, asks for none ("which paper …", "any work on …") and has one topic."""
+    last = next((t for t in reversed(history) if t.role == "assistant"), None)
+    if (q.intent != "question" or q.references or q.singular or q.plural or last is None
+            or last.refused or len(last.paper_ids) != 1 or sum(bool(p.topic) for p in q.parts) > 1):
+        return []
+    return list(last.paper_ids)
 
 
 # "Top-W, Verbalized Sampling and DualGraph": the sides a list of names is cut into

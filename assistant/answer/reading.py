@@ -128,10 +128,11 @@ class Reader:
         excerpt = evidence_for(paper, [question], self.embed, self.policy.reading_sentences)
         return self.choose(verdict_messages(question, paper, excerpt), ANSWERS)[0]
 
-    def may_answer(self, question: str, paper) -> bool:
-        """Whether the model reads `paper` as possibly answering `question` (False when it fails)."""
+    def may_answer(self, question: str, paper, at: float = MAY_ANSWER) -> bool:
+        """Whether the model reads `paper` as answering `question` with a yes-probability of at
+        least `at` (False when it fails)."""
         try:
-            return self.yes(question, paper) >= MAY_ANSWER
+            return self.yes(question, paper) >= at
         except BackendError:
             return False
 
