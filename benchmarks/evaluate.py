@@ -65,6 +65,11 @@ DEFAULT_SETS = {
     "arxiv_math-conversations-4": ("arxiv_math", QUESTIONS / "arxiv_math_conversations_4.jsonl"),
     # (ml_conf records have no authors: its round-4 set has no author-count items)
     "ml_conf-conversations-4": ("ml_conf", QUESTIONS / "ml_conf_conversations_4.jsonl"),
+    # blind round 5, follow-ups only: details and author counts about the paper just cited, a
+    # switch to another paper's topic, an absent topic (scored before any change made for it)
+    "seed-followups-5": ("seed", QUESTIONS / "seed_followups_5.jsonl"),
+    "arxiv_math-followups-5": ("arxiv_math", QUESTIONS / "arxiv_math_followups_5.jsonl"),
+    "ml_conf-followups-5": ("ml_conf", QUESTIONS / "ml_conf_followups_5.jsonl"),
     "scifact-heldout": ("scifact", None),
 }
 # kinds whose every expected paper must be cited (else: any one of them), and kinds where
