@@ -579,3 +579,13 @@ def test_what_a_follow_up_asks_about_its_paper_is_read_by_meaning_where_the_rule
     assert parse("how many authors does it have?", convo(["A"]), read_asks=lambda m: None).counts_authors
     q = parse("was the N=1 case already done? by whom?", convo(["A"]), read_asks=lambda m: "content")
     assert not q.asks_authors and q.follow_up == ["A"] and q.parts[0].topic
+
+
+@pytest.mark.parametrize("message", ["Which paper proposes a first-order method for saddle points?",
+                                     "does it use second-order information?",
+                                     "how many sentences per second on a CPU?",
+                                     "is there a second paper on this?"])
+def test_an_ordinal_inside_a_word_a_rate_or_a_second_paper_points_at_no_shown_paper(message):
+    q = parse(message, convo(["A", "B"]))
+    assert q.reference != "ordinal" and not q.unresolved and "B" not in q.references
+    assert parse("and the second one?", convo(["A", "B"])).references == ["B"]  # still an ordinal

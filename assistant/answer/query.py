@@ -80,8 +80,11 @@ NOUN = r"(?:one|ones|paper|papers|work|works|study|studies|article|method|approa
 
 # "the first two", "the last three papers", "the top 2"
 RANGE_RE = re.compile(rf"\b(?:the\s+)?(first|last|top)\s+(two|three|four|five|[2-5])\b(?:\s+{NOUN})?", re.I)
-# "the second one", "the last paper", "the first", "the former", "number 2", "paper 3", "[2]", "#2"
-ORDINAL_RE = re.compile(rf"\b(?:the\s+)?{ORDINAL}(?:\s+{NOUN})?\b|\b(?:the\s+)?(former|latter)\b", re.I)
+# "the second one", "the last paper", "the first", "the former", "number 2", "paper 3", "[2]", "#2";
+# never a word's part ("first-order", "second-hand"), a rate ("per second") or "a second paper"
+# (another paper, not the second shown)
+ORDINAL_RE = re.compile(rf"\b(?:the\s+)?(?<!\bper\s)(?<!\ba\s){ORDINAL}(?!-)(?:\s+{NOUN})?\b"
+                        rf"|\b(?:the\s+)?(former|latter)\b", re.I)
 REFERENCE_RE = re.compile(r"\[(\d{1,2})\]|(?:#|\b(?:paper|source|reference|number|no\.)\s*)(\d{1,2})\b", re.I)
 # "the other one", "the other paper"
 OTHER_RE = re.compile(rf"\bthe other(?:\s+{NOUN})?\b", re.I)
