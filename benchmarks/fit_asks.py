@@ -31,25 +31,16 @@ sys.path.insert(1, str(ROOT / "benchmarks"))
 
 from assistant.answer.intent import ASKS_MODEL_PATH, message_vectors  # noqa: E402
 from assistant.answer.query import asked_by_rules  # noqa: E402
-from fit_intent import C_GRID, CONFIDENCE_GRID, accuracy, confusion, cross_validated, fit, read  # noqa: E402
+from fit_intent import (C_GRID, CONFIDENCE_GRID, accuracy, combined, confusion, cross_validated, fired,  # noqa: E402
+                        fit, read)
 
 SETS = ROOT / "benchmarks" / "asks"
+RULES_DEFAULT = "content"  # what the rules read when no author or date phrase matches
 
 
 def load(path: Path) -> tuple[list[str], list[str]]:
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return [r["message"] for r in rows], [r["label"] for r in rows]
-
-
-def fired(model_labels: list[str], model_p: list[float], rules: list[str], confidence: float) -> list[str]:
-    """The rules where they name what is asked; elsewhere the model, where its probability
-    reaches `confidence` (else content)."""
-    return [r if r != "content" else (m if p >= confidence else r) for m, p, r in zip(model_labels, model_p, rules)]
-
-
-def confident(model_labels: list[str], model_p: list[float], rules: list[str], confidence: float) -> list[str]:
-    """The model where its probability reaches `confidence`; elsewhere the rules."""
-    return [m if p >= confidence else r for m, p, r in zip(model_labels, model_p, rules)]
 
 
 def authors_f1(pred: list[str], gold: list[str]) -> str:
@@ -75,20 +66,20 @@ def main() -> int:
     C = max(C_GRID, key=lambda c: (accuracy(cv[c][0], train_y), -c))
     labels, probs = cv[C]
     confidence = max([0.0] + CONFIDENCE_GRID,
-                     key=lambda t: (accuracy(confident(labels, probs, rules_train, t), train_y), t))
+                     key=lambda t: (accuracy(combined(labels, probs, rules_train, t), train_y), t))
     fired_at = max([0.0] + CONFIDENCE_GRID,
-                   key=lambda t: (accuracy(fired(labels, probs, rules_train, t), train_y), t))
+                   key=lambda t: (accuracy(fired(labels, probs, rules_train, t, RULES_DEFAULT), train_y), t))
     print(f"training {len(train_y)} messages {dict(Counter(train_y))}; cross-validated: rules "
           f"{accuracy(rules_train, train_y):.3f}, model {accuracy(labels, train_y):.3f} (C={C}), confident "
-          f"{accuracy(confident(labels, probs, rules_train, confidence), train_y):.3f} (model where p >= {confidence}), "
-          f"fired {accuracy(fired(labels, probs, rules_train, fired_at), train_y):.3f} (p >= {fired_at})")
+          f"{accuracy(combined(labels, probs, rules_train, confidence), train_y):.3f} (model where p >= {confidence}), "
+          f"fired {accuracy(fired(labels, probs, rules_train, fired_at, RULES_DEFAULT), train_y):.3f} (p >= {fired_at})")
     model = fit(X, train_y, C)
     lab, p = read(model, X_test)
     rules_test = [asked_by_rules(m) for m in test_msgs]
     scores = {}
     print(f"test ({len(test_y)} messages, {dict(Counter(test_y))}):")
-    for name, pred in (("rules", rules_test), ("model", lab), ("fired", fired(lab, p, rules_test, fired_at)),
-                       ("confident", confident(lab, p, rules_test, confidence))):
+    for name, pred in (("rules", rules_test), ("model", lab), ("fired", fired(lab, p, rules_test, fired_at, RULES_DEFAULT)),
+                       ("confident", combined(lab, p, rules_test, confidence))):
         scores[name] = accuracy(pred, test_y)
         print(f"  {name:9s} accuracy {scores[name]:.3f}; {authors_f1(pred, test_y)}\n"
               f"         errors (gold→read): {confusion(pred, test_y)}")

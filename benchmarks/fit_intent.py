@@ -79,10 +79,11 @@ def combined(model_labels: list[str], model_p: list[float], rules: list[str], co
     return [m if p >= confidence else r for m, p, r in zip(model_labels, model_p, rules)]
 
 
-def fired(model_labels: list[str], model_p: list[float], rules: list[str], confidence: float = 0.0) -> list[str]:
-    """The rules where they name an intent other than their default (question); elsewhere the
+def fired(model_labels: list[str], model_p: list[float], rules: list[str], confidence: float = 0.0,
+          default: str = "question") -> list[str]:
+    """The rules where they name a label other than their default (question); elsewhere the
     model, where its probability reaches `confidence`."""
-    return [r if r != "question" else (m if p >= confidence else r) for m, p, r in zip(model_labels, model_p, rules)]
+    return [r if r != default else (m if p >= confidence else r) for m, p, r in zip(model_labels, model_p, rules)]
 
 
 def read(model: IntentModel, X: np.ndarray) -> tuple[list[str], list[float]]:

@@ -85,15 +85,17 @@ def message_vectors(messages: list[str], embedder: object = None) -> np.ndarray:
 def read_intent(message: str, model: Optional[IntentModel] = None,
                 embedder: object = None) -> tuple[Intent, float]:
     """The intent the model reads in `message`, with its probability."""
-    return _best(model or default_model(), message, embedder)  # type: ignore[return-value]
+    return best(model or default_model(), message_vectors([message], embedder)[0])  # type: ignore[return-value]
 
 
 def read_asks(message: str, embedder: object = None) -> tuple[str, float]:
     """What the model reads a follow-up as asking about its paper, with its probability."""
-    return _best(asks_model(), message, embedder)
+    return best(asks_model(), message_vectors([message], embedder)[0])
 
 
-def _best(model: IntentModel, message: str, embedder: object) -> tuple[str, float]:
-    p = model.proba(message_vectors([message], embedder))[0]
-    best = int(np.argmax(p))
-    return model.labels[best], float(p[best])
+def best(model: IntentModel, vector: np.ndarray) -> tuple[str, float]:
+    """The label `model` reads in one message's vector, with its probability (the planner embeds
+    a message once for both models)."""
+    p = model.proba(vector[None, :])[0]
+    top = int(np.argmax(p))
+    return model.labels[top], float(p[top])

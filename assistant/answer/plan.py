@@ -21,7 +21,7 @@ from ..text import terms
 from ..types import Filters, Hit, Intent, LiteratureTable, Paper, TableRow, Turn
 from . import compose
 from .evidence import SentenceEmbeddings, Source, evidence_for, safe_sentences
-from .intent import asks_model, default_model as intent_model, read_asks, read_intent
+from .intent import asks_model, best, default_model as intent_model, message_vectors
 from .query import Query, parse, shown_lists
 from .reading import MAY_ANSWER, Read, Reader
 from .relevance import Judge, Judged, authors_named
@@ -72,6 +72,7 @@ class Planner:
         """The turn's plan; `on_reading(candidates)` is called before the model reads them, so a
         front can show them meanwhile."""
         self._local.on_reading = on_reading  # per thread: concurrent requests plan side by side
+        self._local.vectors = {}  # the message's MiniLM vector, embedded once for both readings
         with self.store.request():  # the store's revision is read once for the whole plan
             return self._plan(message, history, mode, filters, k)
 
@@ -93,7 +94,7 @@ class Planner:
             return None
         if self.settings.intent == "rules_then_model" and rules != "question":
             return None  # the rules named an intent
-        intent, p = read_intent(message, embedder=self.embed.embedder)
+        intent, p = best(intent_model(), self._message_vector(message))
         confidence = self.settings.intent_confidence
         if confidence is None:
             confidence = intent_model().provenance.get("confidence", 0.0)
@@ -104,8 +105,18 @@ class Planner:
         model is sure enough (its fitted confidence) and Settings.intent lets models read."""
         if self.settings.intent == "rules":
             return None
-        asked, p = read_asks(message, embedder=self.embed.embedder)
+        asked, p = best(asks_model(), self._message_vector(message))
         return asked if p >= asks_model().provenance.get("confidence", 0.0) else None
+
+    def _message_vector(self, message: str) -> np.ndarray:
+        """The message's packaged-MiniLM vector, embedded once per plan (both the intent and
+        the follow-up readings are fitted on it)."""
+        vectors = getattr(self._local, "vectors", None)
+        if vectors is None:
+            return message_vectors([message], self.embed.embedder)[0]
+        if message not in vectors:
+            vectors[message] = message_vectors([message], self.embed.embedder)[0]
+        return vectors[message]
 
     def _route(self, q: Query, history: list[Turn], filters: Optional[Filters],
                k: Optional[int]) -> TurnPlan:

@@ -733,20 +733,24 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     return q
 
 
+def one_topic_question(q: Query) -> bool:
+    """A question of one topic that asks for no paper ("which paper …", "any work on …")."""
+    return (q.intent == "question" and sum(bool(p.topic) for p in q.parts) <= 1
+            and not q.singular and not q.plural)
+
+
 def about_a_shown_paper(q: Query, turns: list[Turn]) -> bool:
-    """A question of one topic that asks for no paper, and either refers to a paper shown or comes
-    right after an answer that cited papers: it asks something about a paper in focus."""
-    if q.intent != "question" or sum(bool(p.topic) for p in q.parts) > 1 or q.singular or q.plural:
-        return False
-    return bool(q.references) or bool(turns) and not turns[0].refused
+    """A one-topic question that refers to a paper shown, or comes right after an answer that
+    cited papers: it asks something about a paper in focus."""
+    return one_topic_question(q) and (bool(q.references) or bool(turns) and not turns[0].refused)
 
 
 def follow_up_focus(q: Query, history: list[Turn]) -> list[str]:
     """The paper a question may follow up on: the one the last answer cited, when the question
-    refers to no paper, asks for none ("which paper …", "any work on …") and has one topic."""
+    is of one topic, asks for no paper and refers to none."""
     last = next((t for t in reversed(history) if t.role == "assistant"), None)
-    if (q.intent != "question" or q.references or q.singular or q.plural or last is None
-            or last.refused or len(last.paper_ids) != 1 or sum(bool(p.topic) for p in q.parts) > 1):
+    if (not one_topic_question(q) or q.references or last is None or last.refused
+            or len(last.paper_ids) != 1):
         return []
     return list(last.paper_ids)
 
