@@ -223,6 +223,31 @@ def test_described_sides_are_assigned_jointly(pa):
     assert [c.title.split(":")[0] for c in answer.citations] == ["Top-W", "Verbalized Sampling (VS)"]
 
 
+@pytest.mark.parametrize("message,authors", [
+    # sides told in sentences of their own, which the phrase reading cuts elsewhere
+    ("There's a paper that trains spiking neural networks with zeroth-order gradient estimates. "
+     "There's also one that quantizes LLM weights to two bits without lookup tables. Contrast them.",
+     ["Mingyue Qin", "Zhengwu Yang"]),
+    ("One paper analyzes gradient descent for Kolmogorov-Arnold networks. The other puts Voronoi "
+     "tessellations into probabilistic circuits. How do their guarantees compare?",
+     ["Puyu Wang", "Sahil Sidheekh"]),
+    # a comparison word inside a question of two parts, each about its own paper
+    ("Is there a paper estimating treatment effects across hospitals without sharing data? Also, "
+     "what does the sycophancy paper find about preference data vs factual accuracy?",
+     ["Rémi Khellaf", "Itai Shapira"]),
+])
+def test_a_comparison_finds_sides_told_in_sentences_or_parts(pa, message, authors):
+    assert first_authors(pa.ask(message)) == authors
+
+
+def test_how_does_a_compare_to_b_keeps_a(pa):
+    # the side before "compare to" is one; the other (beam search) is in no abstract
+    answer = pa.ask("How does the truncation sampler using Wasserstein distance between token "
+                    "embeddings compare to beam search?")
+    assert [c.title.split(":")[0] for c in answer.citations] == ["Top-W"]
+    assert "only find one side" in answer.answer and "beam search" in answer.answer
+
+
 def test_assign_sides_finds_the_most_sides_then_the_surest():
     def j(pid, p):
         return Judged(hit=Hit(paper=Paper(paper_id=pid, title=pid, abstract=""), score=p, snippet=""), p=p)

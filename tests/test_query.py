@@ -257,6 +257,11 @@ def test_compare_keeps_named_sides_and_drops_references():
     # "one …, the other …" after a dash
     ("two papers here study plants - one is about lichen growth, the other about moss mapping. how "
      "do they differ?", ["is lichen growth", "moss mapping"]),
+    # "how does A compare to B": A is before the verb, and the verb cuts the sides
+    ("How does the sampler that forecasts lichen growth compare to plain moss mapping?",
+     ["sampler that forecasts lichen growth", "plain moss mapping"]),
+    ("How does LichenNet compare with MossMap?", ["LichenNet", "MossMap"]),
+    ("compare with MossMap", ["MossMap"]),  # a side of a paper in focus
 ])
 def test_compare_targets(message, targets):
     assert compare_targets(message) == targets
@@ -300,9 +305,32 @@ def test_a_side_describes_a_paper_here_only_in_enough_words_of_its_own(side, des
     # a sentence that says it is another question is one
     ("is there a paper on lichen growth? and separately, one mapping moss with drones",
      ["is there a paper on lichen growth?", "and separately, one mapping moss with drones"]),
+    # statements that each ask for a paper are questions, though neither ends in "?"
+    ("I need the paper that forecasts lichen growth. I'd also like to know which paper maps moss.",
+     ["I need the paper that forecasts lichen growth.", "I'd also like to know which paper maps moss."]),
+    # a statement that asks for none is context, and a clarification after "?" stays with it
+    ("I work on lichens. Which paper forecasts their growth?",
+     ["I work on lichens. Which paper forecasts their growth?"]),
+    ("Which paper forecasts lichen growth? I mean the paper with satellites.",
+     ["Which paper forecasts lichen growth? I mean the paper with satellites."]),
 ])
 def test_multi_part_questions_split(message, parts):
     assert split_parts(message) == parts
+
+
+@pytest.mark.parametrize("message,sentences", [
+    ("There's a paper that forecasts lichen growth from satellites. There's also one that maps "
+     "moss with drones and a CRF. Both seem ecological - can you contrast them",
+     ["There's a paper that forecasts lichen growth from satellites.",
+      "There's also one that maps moss with drones and a CRF."]),
+    ("One paper forecasts lichen growth from satellite images. The other maps moss cover with "
+     "drones. How do their approaches compare?",
+     ["One paper forecasts lichen growth from satellite images.", "The other maps moss cover with drones."]),
+    # one sentence: the phrase reading's sides stand
+    ("Compare the paper that forecasts lichen growth with the one that maps moss.", []),
+])
+def test_a_comparison_told_in_sentences_has_them_as_sides(message, sentences):
+    assert parse(message, [], "compare").side_sentences == sentences
 
 
 # ---------------------------------------------------------------- more like this, literature tables
@@ -584,8 +612,21 @@ def test_what_a_follow_up_asks_about_its_paper_is_read_by_meaning_where_the_rule
 @pytest.mark.parametrize("message", ["Which paper proposes a first-order method for saddle points?",
                                      "does it use second-order information?",
                                      "how many sentences per second on a CPU?",
-                                     "is there a second paper on this?"])
+                                     "is there a second paper on this?",
+                                     "Second one: the paper that maps moss with drones"])
 def test_an_ordinal_inside_a_word_a_rate_or_a_second_paper_points_at_no_shown_paper(message):
     q = parse(message, convo(["A", "B"]))
     assert q.reference != "ordinal" and not q.unresolved and "B" not in q.references
     assert parse("and the second one?", convo(["A", "B"])).references == ["B"]  # still an ordinal
+
+
+def test_they_in_a_comparison_means_both_papers_shown_also_beside_the_other():
+    # "one …, the other …" describes the two; "they" points at both answers' papers
+    q = parse("how do they compare? one seems algebraic, the other inferential", convo(["A"], ["B"]),
+              "compare")
+    assert sorted(q.references) == ["A", "B"]
+    q = parse("how do both of them differ from a plain decoder?", convo(["A"], ["B"]), "compare")
+    assert sorted(q.references) == ["A", "B"]
+    # "it" is one paper, compared with a side the message names
+    q = parse("compare it with MossMap", convo(["A"], ["B"]), "compare")
+    assert q.references == ["B"] and q.targets == ["MossMap"]

@@ -52,6 +52,17 @@ class TurnPlan:
     table: Optional[LiteratureTable] = None  # a literature table's rows (numbered by source n)
 
 
+@dataclass
+class PartsFound:
+    """What the parts of a question of several parts found: their papers, the parts that found
+    none, everything retrieved, and the first part's judgement and reading (for a refusal)."""
+    papers: list[Paper] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    retrieved: list[Hit] = field(default_factory=list)
+    first_judged: list[Judged] = field(default_factory=list)
+    first_reading: Optional[Read] = None
+
+
 class Planner:
     def __init__(self, settings: Settings, retriever: Retriever, judge: Judge,
                  embed: SentenceEmbeddings, rewriter: Optional[Callable[[str], str]] = None,
@@ -181,29 +192,34 @@ class Planner:
             return self.judge.choose(reading.accepted, singular, plural, reading.threshold), reading
         return self.judge.choose(judged, singular, plural), None
 
-    def _parts(self, q: Query, filters, k) -> TurnPlan:
+    def _parts(self, q: Query, filters, k, found: Optional[PartsFound] = None) -> TurnPlan:
         """A question of several parts about different papers: each part with its own topic is
         retrieved and judged on its own, and the answer covers the papers found for all of them;
         a part that found nothing is named in a notice, and only if every part found nothing is
         the whole refused. A part that only points back ("and who wrote it?") needs no search."""
-        plan = TurnPlan("question", q.message)
-        papers, missing, first_judged, first_reading = [], [], [], None
+        found = found or self._part_papers(q, filters, k)
+        plan = TurnPlan("question", q.message, retrieved=found.retrieved)
+        if not found.papers:
+            return self._refuse(plan, q, found.first_judged, filters, found.first_reading)
+        plan.retrieved = papers_first(found.papers, plan.retrieved)
+        plan = self._about(plan, q, found.papers)
+        if found.missing:
+            plan.notices.append(compose.parts_not_found(found.missing))
+        return plan
+
+    def _part_papers(self, q: Query, filters, k) -> PartsFound:
+        """What each part of a question of several parts found."""
+        found = PartsFound()
         for part in (p for p in q.parts if p.topic):
             hits, judged = self._judged(part.topic, filters, max(k or 0, self.policy.candidates))
             chosen, reading = self._chosen(part.text, judged, part.singular or not part.plural, part.plural)
-            plan.retrieved += [h for h in hits if h not in plan.retrieved]
-            papers += [j.paper for j in chosen if j.paper not in papers]
+            found.retrieved += [h for h in hits if h not in found.retrieved]
+            found.papers += [j.paper for j in chosen if j.paper not in found.papers]
             if not chosen:
-                missing.append(part.text)
-            if not first_judged:
-                first_judged, first_reading = judged, reading
-        if not papers:
-            return self._refuse(plan, q, first_judged, filters, first_reading)
-        plan.retrieved = papers_first(papers, plan.retrieved)
-        plan = self._about(plan, q, papers)
-        if missing:
-            plan.notices.append(compose.parts_not_found(missing))
-        return plan
+                found.missing.append(part.text)
+            if not found.first_judged:
+                found.first_judged, found.first_reading = judged, reading
+        return found
 
     def _read(self, question: str, judged: list[Judged]) -> Optional[Read]:
         """The model's reading of the best candidates, unless the gate is sure of the best one
@@ -364,21 +380,21 @@ class Planner:
         # this message may share a name ("the geometric Littlewood-Offord paper" vs "the
         # polynomial Littlewood-Offord problem") and are each resolved on their own
         targets = [t for t in q.targets if not any(names_paper(t, p) for p in focus)]
-        # "how do those two differ in scope?": when the message points at two or more earlier
-        # papers, those are the sides, and what else it says is what to compare them on; only a
-        # paper it names ("… with Top-W") joins them, never one found by description
-        names_only = len(focus) >= 2
-        options, kept = [], []
-        for target in targets:
-            accepted, hits = self._side_options(target, filters, names_only, asserted=not focus)
-            if names_only and not accepted:
-                continue
-            kept.append(target)
-            options.append(accepted)
-            plan.retrieved.extend(h for h in (hits if accepted else hits[:2]) if h not in plan.retrieved)
-        found = assign_sides(options, taken={p.paper_id for p in focus}, shown=shown)
-        papers = list(focus) + [j.paper for j in found if j is not None]
-        missing = [t for t, j in zip(kept, found) if j is None]
+        papers, missing, retrieved = self._sides(targets, focus, filters, shown)
+        if len(papers) < 2 and len(focus) < 2 and len(q.side_sentences) >= 2:
+            # sides told in sentences of their own ("One paper does X. The other does Y."),
+            # which the phrase reading may have cut elsewhere: taken when they find more papers
+            again = self._sides(q.side_sentences, focus, filters, shown)
+            if len(again[0]) > len(papers):
+                papers, missing, retrieved = again
+        if len(papers) < 2 and not focus and sum(bool(part.topic) for part in q.parts) > 1:
+            # "Is there X? Also, what do they find about Y vs Z?": a comparison word inside a
+            # question of several parts; each part answered on its own when that finds two
+            # papers or more ("BERT vs GPT-2: what differs, and how are they used?" finds none)
+            parted = self._part_papers(q, filters, None)
+            if len(parted.papers) >= 2 and len(parted.papers) > len(papers):
+                return self._parts(q, filters, None, parted)
+        plan.retrieved = retrieved
         papers = papers[: self.settings.compare_max]
         plan.retrieved = papers_first(papers, plan.retrieved)
         if missing:
@@ -394,6 +410,26 @@ class Planner:
         plan.prose_heading = compose.PROSE_HEADING  # one checked sentence per paper, no verdict
         plan.max_tokens = 120
         return plan
+
+    def _sides(self, targets: list[str], focus: list[Paper], filters,
+               shown: set[str]) -> tuple[list[Paper], list[str], list[Hit]]:
+        """The papers of a comparison (those in focus, then one per side found), the sides
+        found nowhere, and what retrieval returned for them."""
+        # "how do those two differ in scope?": when the message points at two or more earlier
+        # papers, those are the sides, and what else it says is what to compare them on; only a
+        # paper it names ("… with Top-W") joins them, never one found by description
+        names_only = len(focus) >= 2
+        options, kept, retrieved = [], [], []
+        for target in targets:
+            accepted, hits = self._side_options(target, filters, names_only, asserted=not focus)
+            if names_only and not accepted:
+                continue
+            kept.append(target)
+            options.append(accepted)
+            retrieved.extend(h for h in (hits if accepted else hits[:2]) if h not in retrieved)
+        found = assign_sides(options, taken={p.paper_id for p in focus}, shown=shown)
+        papers = list(focus) + [j.paper for j in found if j is not None]
+        return papers, [t for t, j in zip(kept, found) if j is None], retrieved
 
     def _side_options(self, target: str, filters, names_only: bool = False,
                       asserted: bool = True) -> tuple[list[Judged], list[Hit]]:

@@ -19,7 +19,7 @@ from typing import Callable, Optional, Sequence
 
 from ..text import STOPWORDS, distinctive_tokens, enumerated, stems, terms
 from ..types import Intent, Turn
-from .sides import compare_targets
+from .sides import compare_targets, describes_a_paper_here
 
 COMPARE_RE = re.compile(
     r"\b(compare|comparing|comparison|contrast|versus|vs\.?|differ|differs|different from|"
@@ -81,9 +81,9 @@ NOUN = r"(?:one|ones|paper|papers|work|works|study|studies|article|method|approa
 # "the first two", "the last three papers", "the top 2"
 RANGE_RE = re.compile(rf"\b(?:the\s+)?(first|last|top)\s+(two|three|four|five|[2-5])\b(?:\s+{NOUN})?", re.I)
 # "the second one", "the last paper", "the first", "the former", "number 2", "paper 3", "[2]", "#2";
-# never a word's part ("first-order", "second-hand"), a rate ("per second") or "a second paper"
-# (another paper, not the second shown)
-ORDINAL_RE = re.compile(rf"\b(?:the\s+)?(?<!\bper\s)(?<!\ba\s){ORDINAL}(?!-)(?:\s+{NOUN})?\b"
+# never a word's part ("first-order", "second-hand"), a rate ("per second"), "a second paper"
+# (another paper, not the second shown) or a label ("Second one: the paper that …")
+ORDINAL_RE = re.compile(rf"\b(?:the\s+)?(?<!\bper\s)(?<!\ba\s){ORDINAL}(?!-)(?!(?:\s+{NOUN})?\s*:)(?:\s+{NOUN})?\b"
                         rf"|\b(?:the\s+)?(former|latter)\b", re.I)
 REFERENCE_RE = re.compile(r"\[(\d{1,2})\]|(?:#|\b(?:paper|source|reference|number|no\.)\s*)(\d{1,2})\b", re.I)
 # "the other one", "the other paper"
@@ -206,6 +206,9 @@ class Query:
     # a question that names no paper and asks for none, right after an answer about one paper
     # ("which variables get bisected?"): that paper, which may be what it asks about (plan reads it)
     follow_up: list[str] = field(default_factory=list)
+    # a comparison's sides told in sentences of their own ("One paper does X. The other does Y.
+    # How do they compare?"): the sentences that describe something and do not point at the sides
+    side_sentences: list[str] = field(default_factory=list)
 
     @property
     def sides(self) -> list[str]:
@@ -315,6 +318,7 @@ def split_parts(message: str) -> list[str]:
     if len(sentences) > 1 and not sentences[-1].rstrip().endswith("?") \
             and len(PART_SPLIT_RE.split("? " + sentences[-1])) == 1 and not ANOTHER_PART_RE.search(sentences[-1]):
         sentences[-2:] = [f"{sentences[-2]} {sentences[-1]}"]
+    sentences = [s for sentence in sentences for s in paper_requests(sentence)]
     pieces = [p.strip(" ,;") for sentence in sentences for p in PART_SPLIT_RE.split(sentence)
               if p and p.strip(" ,;?")]
     parts: list[str] = []
@@ -326,6 +330,33 @@ def split_parts(message: str) -> list[str]:
     if len(parts) > 1 and len(parts[-1].split()) < 2:
         parts[-2:] = [f"{parts[-2]} {parts[-1]}"]
     return parts if len(parts) > 1 else [message.strip()]
+
+
+# where a statement ends: a "." or ";" after a word of two characters or more, before a capital
+# ("… the user believes. The other argues …"; not "b.c.) to", "J. Smith", "Fig. 3", "vs. the");
+# a sentence also ends after "?" or "!"
+STATEMENT_END_RE = re.compile(r"(?<=[\w)\]][\w)\]][.;])\s+(?=[A-Z])")
+SENTENCE_END_RE = re.compile(rf"(?<=[?!])\s+|{STATEMENT_END_RE.pattern}")
+
+
+def side_sentences(message: str) -> list[str]:
+    """The sentences of a message of several that describe something (three content words or
+    more, no work cited from elsewhere) and do not point at what they compare ("they",
+    "both", "them"): the sides of "There's a paper that X. There's also one that Y. Contrast
+    them." [] for a message of one sentence."""
+    sentences = [s.strip() for s in SENTENCE_END_RE.split(message.strip()) if s.strip()]
+    if len(sentences) < 2:
+        return []
+    return [s for s in sentences if describes_a_paper_here(s) and not points_at_both(s)]
+
+
+def paper_requests(text: str) -> list[str]:
+    """Sentences that each ask for a paper ("I need the paper that X. I'd also like to know
+    which paper Y."): two questions, though neither ends in "?"; else the text whole."""
+    sentences = [s.strip() for s in STATEMENT_END_RE.split(text.strip()) if s.strip()]
+    if len(sentences) > 1 and all(any(wanted(s)) for s in sentences):
+        return sentences
+    return [text]
 
 
 def plain(message: str) -> str:
@@ -714,12 +745,16 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     if not refs and turns and q.asks_authors and not any(part.topic for part in q.parts):
         # "number of authors?": a question about a paper that names none is about the one in focus
         q.references, q.reference = turns[0].paper_ids[:1], "it"
-    if intent == "compare" and q.reference in ("all", "they") and len(q.references) == 1:
-        q.references = _accumulated(turns, 2)  # "how do they differ?" after two one-paper answers
+    both = _accumulated(turns, 2) if intent == "compare" and len(q.references) < 2 else []
+    if len(both) == 2 and points_at_both(message):
+        # "how do they differ?" after two one-paper answers, also when "one …, the other …"
+        # describes them ("how do they compare? one seems algebraic, the other inferential")
+        q.references = both
     q.after_refusal = bool(refs) and turns[0].refused
     q.follow_up = follow_up_focus(q, history)
     if intent == "compare":
         q.targets = compare_targets(_without(message, refs))
+        q.side_sentences = side_sentences(_without(message, refs))
     if intent == "similar":
         q.paper_id, q.similar_target = paper_id_in(message), similar_target(message)
     if intent == "table":
@@ -731,6 +766,11 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
             rest = table_scope.rest
             q.table_topic = "" if only_request_words(rest) else topic_of(rest)  # "": all of it
     return q
+
+
+def points_at_both(message: str) -> bool:
+    """Does the message point at papers shown ("they", "them", "both", "those two")?"""
+    return bool(BOTH_RE.search(message) or ALL_RE.search(message) or THEY_RE.search(message))
 
 
 def one_topic_question(q: Query) -> bool:

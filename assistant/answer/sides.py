@@ -69,6 +69,8 @@ NAME_SCAFFOLD_RE = re.compile(r"(?<![\w-])(the|a|an|papers?|works?|methods?|appr
 # "the difference between A and B", not "causal graphs between brain regions")
 # "…: A, or the one that B? compare them briefly": the sides are before "compare", not in it
 POINTING_BODY_RE = re.compile(r"^\W*(?:them|these|those|both|the two|each other)(?:\s+[\w-]+){0,2}\W*$", re.I)
+HOW_DOES_RE = re.compile(r"\b(?:how|in what way|what)\s+(?:does|do|is|are)\s+", re.I)
+COMPARED_TO_RE = re.compile(r"\s+(?:to|with)\s", re.I)
 COMPARE_START_RE = re.compile(r"\b(?:compare|comparing|contrast|(?:difference|differences|distinction|"
                               r"relationship|choose)\s+between)\b(.*)", re.I | re.S)
 
@@ -98,6 +100,8 @@ def compare_targets(message: str) -> list[str]:
     m = COMPARE_START_RE.search(message)
     if m and POINTING_BODY_RE.search(m.group(1)) and terms(message[:m.start()]):
         message, m = message[:m.start()], None
+    if m and COMPARED_TO_RE.match(m.group(1)) and terms(_subject(message[:m.start()])):
+        m = None  # "how does A compare to B": A is before the verb, and "compare to" cuts the sides
     body = _trimmed(m.group(1) if m and terms(m.group(1)) else message)
     # "between" may sit inside a described side ("… causal graphs between brain regions"):
     # sides described from the message's first "the … paper" are tried as well
@@ -125,12 +129,19 @@ def _trimmed(body: str) -> str:
     dash that introduces described sides ("the two X papers — the one … and the one …") is
     read as a colon."""
     body = re.sub(r"[?.!]+$", "", body.strip())
-    body = re.sub(r"^(how|in what way|what)\s+(does|do|is|are)\s+", "", body, flags=re.I)
+    body = HOW_DOES_RE.sub("", body, count=1) if HOW_DOES_RE.match(body) else body
     dash = DASH_RE.search(body)
     after = body[dash.end():] if dash else ""
     if dash and (len(SIDE_SPLIT_RE.split(after)) >= 2 or ONE_OTHER_RE.search(after)):
         body = body[:dash.start()] + ": " + body[dash.end():]
     return REMARK_RE.sub("", body).strip()
+
+
+def _subject(before: str) -> str:
+    """What "… how does X compare to" asks about: X, after the last "how does" ("what accuracy
+    did they get, and how does that compare with …": "that", a pointer, not a side)."""
+    starts = list(HOW_DOES_RE.finditer(before))
+    return before[starts[-1].end():] if starts else before
 
 
 def _without_after_names(body: str) -> str:
