@@ -630,3 +630,15 @@ def test_they_in_a_comparison_means_both_papers_shown_also_beside_the_other():
     # "it" is one paper, compared with a side the message names
     q = parse("compare it with MossMap", convo(["A"], ["B"]), "compare")
     assert q.references == ["B"] and q.targets == ["MossMap"]
+
+
+def test_two_papers_described_in_sentences_then_pointed_at_are_compared():
+    message = ("One paper forecasts lichen growth from satellite images. The other maps moss cover "
+               "with drones. How do their approaches differ?")
+    q = parse(message, [])
+    assert q.intent == "compare" and len(q.side_sentences) == 2
+    # in a conversation, "their" and "the other" mean the papers described, not those shown
+    q = parse(message, convo(["A"], ["B"]))
+    assert q.intent == "compare" and q.references == [] and len(q.side_sentences) == 2
+    # one sentence describing one paper and a question about it stays a question
+    assert parse("One paper forecasts lichen growth from satellites. What data does it use?", []).intent == "question"

@@ -715,6 +715,11 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
         rules = detect_intent(plain(message))
         intent = read_intent(plain(message), rules) or rules
     refs = find_references(message, history, describe)
+    described = side_sentences(message) if intent in ("question", "compare") else []
+    if len(described) >= 2 and points_at_both(message):
+        # "One paper does X. The other does Y. How do their stories line up?": a comparison of
+        # the two papers described, which "their" points at (not at papers shown before)
+        intent, refs = "compare", [f for f in refs if f.kind not in (*PRONOUNS, "both", "other")]
     scope = named_categories(message, categories) if intent in ("question", "summary") else None
     unknown = unknown_category(message) if intent in ("question", "summary") and not scope else None
     text = scope.rest if scope else unknown.rest if unknown else message
@@ -746,7 +751,7 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
         # "number of authors?": a question about a paper that names none is about the one in focus
         q.references, q.reference = turns[0].paper_ids[:1], "it"
     both = _accumulated(turns, 2) if intent == "compare" and len(q.references) < 2 else []
-    if len(both) == 2 and points_at_both(message):
+    if len(both) == 2 and points_at_both(message) and len(described) < 2:
         # "how do they differ?" after two one-paper answers, also when "one …, the other …"
         # describes them ("how do they compare? one seems algebraic, the other inferential")
         q.references = both
@@ -754,7 +759,7 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     q.follow_up = follow_up_focus(q, history)
     if intent == "compare":
         q.targets = compare_targets(_without(message, refs))
-        q.side_sentences = side_sentences(_without(message, refs))
+        q.side_sentences = described
     if intent == "similar":
         q.paper_id, q.similar_target = paper_id_in(message), similar_target(message)
     if intent == "table":
