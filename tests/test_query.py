@@ -640,5 +640,9 @@ def test_two_papers_described_in_sentences_then_pointed_at_are_compared():
     # in a conversation, "their" and "the other" mean the papers described, not those shown
     q = parse(message, convo(["A"], ["B"]))
     assert q.intent == "compare" and q.references == [] and len(q.side_sentences) == 2
+    # questions of their own, one of them "which one …", are parts, not sides
+    q = parse("three questions:\n- which paper forecasts lichen growth from satellites?\n- which "
+              "paper maps moss cover with drones?\n- which one counts ferns in photos?", [])
+    assert q.intent == "question" and len(q.parts) == 3
     # one sentence describing one paper and a question about it stays a question
     assert parse("One paper forecasts lichen growth from satellites. What data does it use?", []).intent == "question"

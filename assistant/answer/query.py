@@ -716,7 +716,8 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
         intent = read_intent(plain(message), rules) or rules
     refs = find_references(message, history, describe)
     described = side_sentences(message) if intent in ("question", "compare") else []
-    if len(described) >= 2 and points_at_both(message):
+    told = [s for s in described if not s.endswith("?")]  # statements, not questions of their own
+    if len(told) >= 2 and points_at_both(message):
         # "One paper does X. The other does Y. How do their stories line up?": a comparison of
         # the two papers described, which "their" points at (not at papers shown before)
         intent, refs = "compare", [f for f in refs if f.kind not in (*PRONOUNS, "both", "other")]
