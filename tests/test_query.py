@@ -646,3 +646,16 @@ def test_two_papers_described_in_sentences_then_pointed_at_are_compared():
     assert q.intent == "question" and len(q.parts) == 3
     # one sentence describing one paper and a question about it stays a question
     assert parse("One paper forecasts lichen growth from satellites. What data does it use?", []).intent == "question"
+
+
+@pytest.mark.parametrize("message,against", [
+    # what A is measured against: maybe a work from elsewhere, not asserted to be here
+    ("How does the dual autoencoder for lichen photos compare with MossGAN's cycle approach?",
+     "MossGAN's cycle"),
+    ("How does LichenNet compare with MossMap?", "MossMap"),
+    # described as a paper, or another form: nothing
+    ("How does the paper that forecasts lichen growth compare with the one that maps moss?", ""),
+    ("Compare LichenNet with MossMap", ""),
+])
+def test_the_side_a_comparison_measures_against(message, against):
+    assert parse(message, [], "compare").compared_against == against

@@ -380,7 +380,7 @@ class Planner:
         # this message may share a name ("the geometric Littlewood-Offord paper" vs "the
         # polynomial Littlewood-Offord problem") and are each resolved on their own
         targets = [t for t in q.targets if not any(names_paper(t, p) for p in focus)]
-        papers, missing, retrieved = self._sides(targets, focus, filters, shown)
+        papers, missing, retrieved = self._sides(targets, focus, filters, shown, q.compared_against)
         if len(papers) < 2 and len(focus) < 2 and len(q.side_sentences) >= 2:
             # sides told in sentences of their own ("One paper does X. The other does Y."),
             # which the phrase reading may have cut elsewhere: taken when they find more papers
@@ -411,17 +411,19 @@ class Planner:
         plan.max_tokens = 120
         return plan
 
-    def _sides(self, targets: list[str], focus: list[Paper], filters,
-               shown: set[str]) -> tuple[list[Paper], list[str], list[Hit]]:
+    def _sides(self, targets: list[str], focus: list[Paper], filters, shown: set[str],
+               against: str = "") -> tuple[list[Paper], list[str], list[Hit]]:
         """The papers of a comparison (those in focus, then one per side found), the sides
-        found nowhere, and what retrieval returned for them."""
+        found nowhere, and what retrieval returned for them. `against`: a side the message
+        compares with rather than says is here ("how does A compare to B": B)."""
         # "how do those two differ in scope?": when the message points at two or more earlier
         # papers, those are the sides, and what else it says is what to compare them on; only a
         # paper it names ("… with Top-W") joins them, never one found by description
         names_only = len(focus) >= 2
         options, kept, retrieved = [], [], []
         for target in targets:
-            accepted, hits = self._side_options(target, filters, names_only, asserted=not focus)
+            accepted, hits = self._side_options(target, filters, names_only,
+                                                asserted=not focus and target != against)
             if names_only and not accepted:
                 continue
             kept.append(target)

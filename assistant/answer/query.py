@@ -19,7 +19,7 @@ from typing import Callable, Optional, Sequence
 
 from ..text import STOPWORDS, distinctive_tokens, enumerated, stems, terms
 from ..types import Intent, Turn
-from .sides import compare_targets, describes_a_paper_here
+from .sides import compare_targets, compared_against, describes_a_paper_here
 
 COMPARE_RE = re.compile(
     r"\b(compare|comparing|comparison|contrast|versus|vs\.?|differ|differs|different from|"
@@ -209,6 +209,8 @@ class Query:
     # a comparison's sides told in sentences of their own ("One paper does X. The other does Y.
     # How do they compare?"): the sentences that describe something and do not point at the sides
     side_sentences: list[str] = field(default_factory=list)
+    # the side after "how does A compare to B" (B), which the message does not assert is here
+    compared_against: str = ""
 
     @property
     def sides(self) -> list[str]:
@@ -761,6 +763,7 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     if intent == "compare":
         q.targets = compare_targets(_without(message, refs))
         q.side_sentences = described
+        q.compared_against = compared_against(_without(message, refs))
     if intent == "similar":
         q.paper_id, q.similar_target = paper_id_in(message), similar_target(message)
     if intent == "table":

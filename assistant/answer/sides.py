@@ -116,6 +116,19 @@ def compare_targets(message: str) -> list[str]:
     return [t for t in (_clean_name(s) for s in sides) if t and (terms(t) or t.isupper())]
 
 
+def compared_against(message: str) -> str:
+    """The side after the verb in "how does A compare to B" (B): what A is measured against,
+    often a work from elsewhere ("… compare with CycleGAN's cycle-consistency approach"), so
+    the message does not say it is a paper here unless it describes one ("… with the one
+    that …"). "" for other forms."""
+    m = COMPARE_START_RE.search(message)
+    if not (m and COMPARED_TO_RE.match(m.group(1)) and terms(_subject(message[:m.start()]))):
+        return ""
+    side = _trimmed(m.group(1))
+    return "" if DESCRIPTION_RE.search(LEADING_CONNECTOR_RE.sub("", side.strip())) else _clean_name(
+        LEADING_CONNECTOR_RE.sub("", side.strip()))
+
+
 def numbered_sides(message: str) -> list[str]:
     """The sides of "compare (a) X and (b) Y" / "First: X. Second: Y.", each up to its first
     sentence end; [] when the message numbers fewer than two."""
