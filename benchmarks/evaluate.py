@@ -70,6 +70,10 @@ DEFAULT_SETS = {
     "seed-followups-5": ("seed", QUESTIONS / "seed_followups_5.jsonl"),
     "arxiv_math-followups-5": ("arxiv_math", QUESTIONS / "arxiv_math_followups_5.jsonl"),
     "ml_conf-followups-5": ("ml_conf", QUESTIONS / "ml_conf_followups_5.jsonl"),
+    # blind round 6, the shape of round 4 (scored before any change was looked at against it)
+    "seed-conversations-6": ("seed", QUESTIONS / "seed_conversations_6.jsonl"),
+    "arxiv_math-conversations-6": ("arxiv_math", QUESTIONS / "arxiv_math_conversations_6.jsonl"),
+    "ml_conf-conversations-6": ("ml_conf", QUESTIONS / "ml_conf_conversations_6.jsonl"),
     "scifact-heldout": ("scifact", None),
 }
 # kinds whose every expected paper must be cited (else: any one of them), and kinds where
