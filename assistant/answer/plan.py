@@ -387,13 +387,15 @@ class Planner:
             again = self._sides(q.side_sentences, focus, filters, shown)
             if len(again[0]) > len(papers):
                 papers, missing, retrieved = again
-        if len(papers) < 2 and not focus and sum(bool(part.topic) for part in q.parts) > 1:
+        asked = replace(q, parts=[p for p in q.parts if p.topic and describes_a_paper_here(p.topic)])
+        if len(papers) < 2 and not focus and len(asked.parts) > 1:
             # "Is there X? Also, what do they find about Y vs Z?": a comparison word inside a
-            # question of several parts; each part answered on its own when that finds two
-            # papers or more ("BERT vs GPT-2: what differs, and how are they used?" finds none)
-            parted = self._part_papers(q, filters, None)
+            # question of several parts, each describing something ("how do they differ
+            # conceptually" does not); each part answered on its own when that finds two papers
+            # or more ("BERT vs GPT-2: what differs, and how are they used?" finds none)
+            parted = self._part_papers(asked, filters, None)
             if len(parted.papers) >= 2 and len(parted.papers) > len(papers):
-                return self._parts(q, filters, None, parted)
+                return self._parts(asked, filters, None, parted)
         plan.retrieved = retrieved
         papers = papers[: self.settings.compare_max]
         plan.retrieved = papers_first(papers, plan.retrieved)
