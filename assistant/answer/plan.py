@@ -384,21 +384,20 @@ class Planner:
         if len(papers) < 2 and len(focus) < 2 and len(q.side_sentences) >= 2:
             # sides told in sentences of their own ("One paper does X. The other does Y."),
             # which the phrase reading may have cut elsewhere: taken when they find more papers
-            again = self._sides(q.side_sentences, focus, filters, shown)
-            if len(again[0]) > len(papers):
-                papers, missing, retrieved = again
-        asked = replace(q, parts=[p for p in q.parts if p.topic and describes_a_paper_here(p.topic)])
-        if len(papers) < 2 and not focus and len(asked.parts) > 1:
+            found = self._sides(q.side_sentences, focus, filters, shown)
+            if len(found[0]) > len(papers):
+                papers, missing, retrieved = found
+        if len(papers) < 2 and not focus:
             # "Is there X? Also, what do they find about Y vs Z?": a comparison word inside a
             # question of several parts, each describing something ("how do they differ
             # conceptually" does not); each part answered on its own when that finds two papers
             # or more ("BERT vs GPT-2: what differs, and how are they used?" finds none)
-            parted = self._part_papers(asked, filters, None)
+            asked = replace(q, parts=[p for p in q.parts if p.topic and describes_a_paper_here(p.topic)])
+            parted = self._part_papers(asked, filters, None) if len(asked.parts) > 1 else PartsFound()
             if len(parted.papers) >= 2 and len(parted.papers) > len(papers):
                 return self._parts(asked, filters, None, parted)
-        plan.retrieved = retrieved
         papers = papers[: self.settings.compare_max]
-        plan.retrieved = papers_first(papers, plan.retrieved)
+        plan.retrieved = papers_first(papers, retrieved)
         if missing:
             plan.notices.append(compose.not_found(missing))
         if not papers:

@@ -761,9 +761,9 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     q.after_refusal = bool(refs) and turns[0].refused
     q.follow_up = follow_up_focus(q, history)
     if intent == "compare":
-        q.targets = compare_targets(_without(message, refs))
+        unreferred = _without(message, refs)
+        q.targets, q.compared_against = compare_targets(unreferred), compared_against(unreferred)
         q.side_sentences = described
-        q.compared_against = compared_against(_without(message, refs))
     if intent == "similar":
         q.paper_id, q.similar_target = paper_id_in(message), similar_target(message)
     if intent == "table":

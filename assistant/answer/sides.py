@@ -100,7 +100,7 @@ def compare_targets(message: str) -> list[str]:
     m = COMPARE_START_RE.search(message)
     if m and POINTING_BODY_RE.search(m.group(1)) and terms(message[:m.start()]):
         message, m = message[:m.start()], None
-    if m and COMPARED_TO_RE.match(m.group(1)) and terms(_subject(message[:m.start()])):
+    if m and _measured_against(message, m):
         m = None  # "how does A compare to B": A is before the verb, and "compare to" cuts the sides
     body = _trimmed(m.group(1) if m and terms(m.group(1)) else message)
     # "between" may sit inside a described side ("… causal graphs between brain regions"):
@@ -122,11 +122,16 @@ def compared_against(message: str) -> str:
     the message does not say it is a paper here unless it describes one ("… with the one
     that …"). "" for other forms."""
     m = COMPARE_START_RE.search(message)
-    if not (m and COMPARED_TO_RE.match(m.group(1)) and terms(_subject(message[:m.start()]))):
+    if not (m and _measured_against(message, m)):
         return ""
-    side = _trimmed(m.group(1))
-    return "" if DESCRIPTION_RE.search(LEADING_CONNECTOR_RE.sub("", side.strip())) else _clean_name(
-        LEADING_CONNECTOR_RE.sub("", side.strip()))
+    side = LEADING_CONNECTOR_RE.sub("", _trimmed(m.group(1)))
+    return "" if DESCRIPTION_RE.search(side) else _clean_name(side)
+
+
+def _measured_against(message: str, compare: re.Match) -> bool:
+    """Is the message "how does A compare to/with B", A before the verb (`compare`: where
+    COMPARE_START_RE found the verb)?"""
+    return bool(COMPARED_TO_RE.match(compare.group(1)) and terms(_subject(message[:compare.start()])))
 
 
 def numbered_sides(message: str) -> list[str]:
@@ -142,7 +147,8 @@ def _trimmed(body: str) -> str:
     dash that introduces described sides ("the two X papers — the one … and the one …") is
     read as a colon."""
     body = re.sub(r"[?.!]+$", "", body.strip())
-    body = HOW_DOES_RE.sub("", body, count=1) if HOW_DOES_RE.match(body) else body
+    how = HOW_DOES_RE.match(body)
+    body = body[how.end():] if how else body
     dash = DASH_RE.search(body)
     after = body[dash.end():] if dash else ""
     if dash and (len(SIDE_SPLIT_RE.split(after)) >= 2 or ONE_OTHER_RE.search(after)):
