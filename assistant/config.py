@@ -64,6 +64,11 @@ class RelevancePolicy(BaseModel):
         0.9, description="A question that names no paper and asks for none, right after an answer about "
                          "one paper, is about that paper when retrieval ranks it first for the question or "
                          "the model reads it at this yes-probability (benchmarks/calibrate_focus.py).")
+    follow_up_focus: Optional[float] = Field(
+        None, description="The same question is about that paper, unread, when the focus model "
+                          "(answer/intent.py: does the message ask about the paper in focus or "
+                          "something new?) reads it so at this probability. None: the one fitted with "
+                          "it (benchmarks/fit_focus.py); above 1: the model is not used.")
     side_options: int = Field(
         3, description="Accepted papers each side of a comparison may be, among which the sides are "
                        "assigned jointly (answer/plan.py assign_sides).")

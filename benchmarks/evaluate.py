@@ -74,6 +74,10 @@ DEFAULT_SETS = {
     "seed-conversations-6": ("seed", QUESTIONS / "seed_conversations_6.jsonl"),
     "arxiv_math-conversations-6": ("arxiv_math", QUESTIONS / "arxiv_math_conversations_6.jsonl"),
     "ml_conf-conversations-6": ("ml_conf", QUESTIONS / "ml_conf_conversations_6.jsonl"),
+    # blind round 7, the shape of round 6 (scored before any change was looked at against it)
+    "seed-conversations-7": ("seed", QUESTIONS / "seed_conversations_7.jsonl"),
+    "arxiv_math-conversations-7": ("arxiv_math", QUESTIONS / "arxiv_math_conversations_7.jsonl"),
+    "ml_conf-conversations-7": ("ml_conf", QUESTIONS / "ml_conf_conversations_7.jsonl"),
     "scifact-heldout": ("scifact", None),
 }
 # kinds whose every expected paper must be cited (else: any one of them), and kinds where

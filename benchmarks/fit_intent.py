@@ -72,7 +72,10 @@ def fit(X: np.ndarray, y: list[str], C: float) -> IntentModel:
     from sklearn.linear_model import LogisticRegression
 
     m = LogisticRegression(C=C, max_iter=2000).fit(X, y)
-    return IntentModel(list(m.classes_), m.coef_, m.intercept_, {})
+    coef, intercept = m.coef_, m.intercept_
+    if len(m.classes_) == 2:  # sklearn keeps one row, P(second) = σ(z); a softmax over ±z/2 is the same
+        coef, intercept = np.vstack([-coef / 2, coef / 2]), np.concatenate([-intercept / 2, intercept / 2])
+    return IntentModel(list(m.classes_), coef, intercept, {})
 
 
 def combined(model_labels: list[str], model_p: list[float], rules: list[str], confidence: float) -> list[str]:

@@ -110,3 +110,61 @@ def test_a_follow_up_the_rules_miss_gets_its_author_count_on_the_seed_corpus(see
     assert f"That is {n} authors." in answer.answer and [c.paper_id for c in answer.citations] == \
         [first.citations[0].paper_id]
     assert f"That is {n} authors." not in by_rules.ask("is this a one-person effort?", history).answer
+
+
+# Whether a message that points at no paper, or only by a pronoun or a noun, asks about the paper
+# in focus or something new (benchmarks/fit_focus.py; these messages are not in its training):
+# a follow-up reaches the fitted threshold, a new request does not.
+FOCUS_OR_NEW = [("how big is the training data?", "focus"),
+                ("benchmarks + headline number?", "focus"),
+                ("which benchmarks does the method use?", "focus"),
+                ("find me the study showing preference-based post-training makes the model agree "
+                 "with users more", "new"),
+                ("ok and what about the one on automatically evolving the context given to an LLM "
+                 "instead of handcrafting it?", "new")]
+
+
+@pytest.mark.parametrize("message,reading", FOCUS_OR_NEW)
+def test_the_focus_model_reads_a_follow_up_apart_from_a_new_request(message, reading):
+    from assistant.answer.intent import best, focus_model
+
+    model = focus_model()
+    assert sorted(model.labels) == ["focus", "new"]
+    test = model.provenance["test"]
+    assert test["new_read_as_focus"] <= 0.02 * test["new"] and test["focus_read"] >= 0.9 * test["focus"]
+    label, p = best(model, message_vectors([message])[0])
+    p_focus = p if label == "focus" else 1 - p
+    assert (p_focus >= model.provenance["threshold"]) == (reading == "focus")
+
+
+def _conversation(pa, *messages):
+    from assistant.types import Turn
+
+    history, answer = [], None
+    for m in messages:
+        answer = pa.ask(m, history)
+        history += [Turn(role="user", content=m), answer.as_turn()]
+    return answer
+
+
+def test_a_detail_question_that_points_at_nothing_keeps_the_paper_in_focus(seed_assistant, by_rules):
+    # no model reads here (`none` backend): the focus model alone tells the follow-up
+    asked = ("Which paper fuses cell morphology, gene expression and spatial context in one model?",
+             "how big is the training data?")
+    answer = _conversation(seed_assistant, *asked)
+    assert not answer.abstained and [c.authors[0] for c in answer.citations] == ["Zhenglun Kong"]
+    assert "million" in answer.answer  # its sentence about the dataset it assembled
+    assert _conversation(by_rules, *asked).abstained
+
+
+def test_a_new_paper_described_with_the_noun_or_a_pronoun_is_not_the_paper_in_focus(seed_assistant):
+    # "the model" and "it" belong to the description, not to Top-W shown before
+    new = _conversation(seed_assistant, "What is Top-W?", "find me the study showing preference-based "
+                        "post-training makes the model agree with users more")
+    assert [c.authors[0] for c in new.citations] == ["Itai Shapira"]
+    other = _conversation(seed_assistant, "What is Top-W?", "ok and what about the one on automatically "
+                          "evolving the context given to an LLM instead of handcrafting it?")
+    assert "Arash Gholamidavoodi" not in [c.authors[0] for c in other.citations]
+    # a follow-up that says "the method" still means the paper in focus
+    same = _conversation(seed_assistant, "What is Top-W?", "which benchmarks does the method use?")
+    assert [c.authors[0] for c in same.citations] == ["Arash Gholamidavoodi"]

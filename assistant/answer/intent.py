@@ -33,6 +33,9 @@ MODEL_PATH = DATA_DIR / "intent_model.json"
 # What a follow-up asks about its paper (authors_count, authors, date, content): the same kind of
 # model over the same vectors, fitted by benchmarks/fit_asks.py.
 ASKS_MODEL_PATH = DATA_DIR / "asks_model.json"
+# Whether a message that points at no paper asks about the paper in focus ("how big is the training
+# data?") or something new: the same kind of model, fitted by benchmarks/fit_focus.py.
+FOCUS_MODEL_PATH = DATA_DIR / "focus_model.json"
 
 
 @dataclass
@@ -68,6 +71,11 @@ def default_model() -> IntentModel:
 @lru_cache(maxsize=1)
 def asks_model() -> IntentModel:
     return IntentModel.load(ASKS_MODEL_PATH)
+
+
+@lru_cache(maxsize=1)
+def focus_model() -> IntentModel:
+    return IntentModel.load(FOCUS_MODEL_PATH)
 
 
 @lru_cache(maxsize=1)

@@ -21,7 +21,7 @@ from ..text import terms
 from ..types import Filters, Hit, Intent, LiteratureTable, Paper, TableRow, Turn
 from . import compose
 from .evidence import SentenceEmbeddings, Source, evidence_for, safe_sentences
-from .intent import asks_model, best, default_model as intent_model, message_vectors
+from .intent import asks_model, best, default_model as intent_model, focus_model, message_vectors
 from .query import Query, parse, shown_lists
 from .reading import MAY_ANSWER, Read, Reader
 from .relevance import Judge, Judged, authors_named
@@ -91,7 +91,8 @@ class Planner:
               filters: Optional[Filters], k: Optional[int]) -> TurnPlan:
         categories = sorted(self.store.corpus_stats().categories)
         q = parse(message, history, mode, describe=self._describe, categories=categories,
-                  read_intent=self._read_intent, read_asks=self._read_asks)
+                  read_intent=self._read_intent, read_asks=self._read_asks,
+                  read_focus=self._read_focus)
         plan = self._route(q, history, scoped(filters, q), k)
         if q.unknown_category:  # "the NLP area" in a collection without one: say how it was read
             plan.notices.append(compose.unknown_category(q.unknown_category, categories,
@@ -167,22 +168,45 @@ class Planner:
         return self._about(plan, q, [j.paper for j in chosen])
 
     def _followed_up(self, q: Query, judged: list[Judged], filters) -> Optional[Paper]:
-        """The paper of the last answer, when a question that names none is about it: retrieval
-        ranks it first for the question, or, unless the gate is sure of another paper, the model
-        reads it as answering at `follow_up_threshold` (a new topic's own paper ranks first, and
-        the model reads the previous paper lower: benchmarks/calibrate_focus.py). None: the
-        question is a new one."""
+        """The paper of the last answer, when a question that names none is about it. The focus
+        model reads the message: asking something new, it is not; otherwise it is when retrieval
+        ranks the paper first for the question, or, unless the gate is sure of another paper, when
+        the focus model reads the message as asking about the paper in focus or the LLM reads the
+        paper as answering at `follow_up_threshold` (a new topic's own paper ranks first, and the
+        LLM reads the previous paper lower: benchmarks/calibrate_focus.py). None: a new question."""
         paper = self.store.paper(q.follow_up[0]) if q.follow_up else None
         if paper is None or self._names_other_papers(q, [paper], filters):
             return None
         allowed = self.store.allowed_papers(filters)
         if allowed is not None and paper.paper_id not in allowed:
             return None
+        seen = self._read_focus(q.message)
+        if seen == "new":  # "ok and what about the one on …": asks for another paper
+            return None
         if judged and judged[0].paper.paper_id == paper.paper_id:
             return paper
         if judged and judged[0].p >= (self.policy.reading_sure or self.judge.threshold):
             return None  # the gate is sure of another paper: a new question, nothing to read
+        if seen == "focus":  # "how big is the training data?"
+            return paper
         return paper if self._may_answer(q.message, paper, self.policy.follow_up_threshold) else None
+
+    def _read_focus(self, message: str) -> Optional[str]:
+        """"focus" or "new" when the focus model reads the message so at RelevancePolicy.
+        follow_up_focus, else None (unsure, or Settings.intent leaves reading to the rules)."""
+        p, at = self._focus_reading(message)
+        return None if p is None else "focus" if p >= at else "new" if p <= 1 - at else None
+
+    def _focus_reading(self, message: str) -> tuple[Optional[float], float]:
+        """The focus model's probability that the message asks about the paper in focus (None
+        when Settings.intent leaves reading to the rules), and the probability it must reach."""
+        at = self.policy.follow_up_focus
+        if at is None:
+            at = focus_model().provenance.get("threshold", 1.0)
+        if self.settings.intent == "rules":
+            return None, at
+        label, p = best(focus_model(), self._message_vector(message))
+        return (p if label == "focus" else 1 - p), at
 
     def _chosen(self, question: str, judged: list[Judged], singular: bool,
                 plural: bool) -> tuple[list[Judged], Optional[Read]]:

@@ -468,6 +468,28 @@ def find_references(message: str, history: list[Turn],
     return sorted(found, key=lambda f: f.start)
 
 
+def _pointing(message: str, refs: list[_Found], seen: Optional[str], history: list[Turn]) -> list[_Found]:
+    """The references of a question that points back only by a pronoun or a noun, given how the
+    message reads by meaning: none when it asks something new ("ok and what about the one on
+    evolving prompts instead of handcrafting them": "them" is inside the description); none
+    either when only a noun points ("the prompting trick where you ask the model …"), the
+    reading is unsure and the last answer cited one paper: that paper is then only a follow-up
+    candidate, which the planner judges (Query.follow_up)."""
+    if seen == "new":
+        return []
+    if seen is None and all(only_a_noun(message, f) for f in refs):
+        last = next((t for t in reversed(history) if t.role == "assistant"), None)
+        if last is not None and len(last.paper_ids) == 1:
+            return []
+    return refs
+
+
+def only_a_noun(message: str, found: _Found) -> bool:
+    """A reference made only by a definite noun ("the method", "the paper", "the authors"), which
+    a message describing another paper uses too; "it", "this paper", "[2]" are exact."""
+    return found.kind == "it" and message[found.start:found.end].lower().startswith("the ")
+
+
 def described(ids: list[str], words: str, describe: Callable[[str], str]) -> list[str]:
     """Papers (in order, once) whose text uses every content word of the description."""
     wanted = stems(" ".join(terms(words)))
@@ -703,13 +725,16 @@ def asks_for_everything(text: str) -> bool:
 def parse(message: str, history: list[Turn], mode: Optional[str] = None,
           describe: Callable[[str], str] = lambda pid: "", categories: Sequence[str] = (),
           read_intent: Callable[[str, Intent], Optional[Intent]] = lambda message, rules: None,
-          read_asks: Callable[[str], Optional[str]] = lambda message: None) -> Query:
+          read_asks: Callable[[str], Optional[str]] = lambda message: None,
+          read_focus: Callable[[str], Optional[str]] = lambda message: None) -> Query:
     """The typed query of one message in its conversation. `describe(paper_id)` gives a paper's
     text, for references by description ("the causal papers you mentioned"); `categories` are
     the collection's, for a category named as one ("the papers in the Robotics area");
     `read_intent(message, rules)` reads what the message asks for by meaning, given the phrase
     rules' reading (answer/intent.py; None: the rules decide); `read_asks(message)` reads what a
-    follow-up asks about its paper where the rules read content (None: unsure, content)."""
+    follow-up asks about its paper where the rules read content (None: unsure, content);
+    `read_focus(message)` reads whether the message asks about the paper in focus ("focus") or
+    something new ("new"), by meaning (None: unsure), for references a pronoun or a noun makes."""
     message = message.strip()
     if mode in MODES:
         intent: Intent = mode
@@ -717,6 +742,8 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
         rules = detect_intent(plain(message))
         intent = read_intent(plain(message), rules) or rules
     refs = find_references(message, history, describe)
+    if intent == "question" and refs and all(f.kind in PRONOUNS or only_a_noun(message, f) for f in refs):
+        refs = _pointing(message, refs, read_focus(plain(message)), history)
     described = side_sentences(message) if intent in ("question", "compare") else []
     told = [s for s in described if not s.endswith("?")]  # statements, not questions of their own
     if len(told) >= 2 and points_at_both(message):
