@@ -13,6 +13,7 @@ the seeded one: it is shared by every test of the session.
 from __future__ import annotations
 
 import contextlib
+import getpass
 import json
 import os
 import shutil
@@ -31,8 +32,13 @@ GRADIO_TMP = tempfile.mkdtemp(prefix="paper-assistant-tests-gradio-")
 os.environ.setdefault("GRADIO_TEMP_DIR", GRADIO_TMP)
 
 
+@pytest.hookimpl(trylast=True)  # after pytest has removed this session's tmp_path folders
 def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(GRADIO_TMP, ignore_errors=True)
+    # pytest keeps its tmp_path root (/tmp/pytest-of-USER) even when it removed everything in
+    # it: removed when empty (a failed test's folder, or another run's, keeps it)
+    with contextlib.suppress(OSError):
+        (Path(tempfile.gettempdir()) / f"pytest-of-{getpass.getuser()}").rmdir()
 
 from assistant.config import SEED_CORPUS, Settings  # noqa: E402
 from servers import free_port, start_process_server  # noqa: E402

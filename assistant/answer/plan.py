@@ -168,26 +168,24 @@ class Planner:
         return self._about(plan, q, [j.paper for j in chosen])
 
     def _followed_up(self, q: Query, judged: list[Judged], filters) -> Optional[Paper]:
-        """The paper of the last answer, when a question that names none is about it. The focus
-        model reads the message: asking something new, it is not; otherwise it is when retrieval
-        ranks the paper first for the question, or, unless the gate is sure of another paper, when
-        the focus model reads the message as asking about the paper in focus or the LLM reads the
-        paper as answering at `follow_up_threshold` (a new topic's own paper ranks first, and the
-        LLM reads the previous paper lower: benchmarks/calibrate_focus.py). None: a new question."""
+        """The paper of the last answer, when a question that names none is about it: retrieval
+        ranks it first for the question, or, unless the gate is sure of another paper, the focus
+        model reads the message as asking about the paper in focus, or the LLM reads the paper as
+        answering at `follow_up_threshold` (a new topic's own paper ranks first, and the LLM reads
+        the previous paper lower: benchmarks/calibrate_focus.py). None: a new question. (A reading
+        of "new" decides nothing here: "EM/F1 on SQuAD? single model and ensemble pls" reads so
+        and follows up on its paper, which the LLM reads as answering.)"""
         paper = self.store.paper(q.follow_up[0]) if q.follow_up else None
         if paper is None or self._names_other_papers(q, [paper], filters):
             return None
         allowed = self.store.allowed_papers(filters)
         if allowed is not None and paper.paper_id not in allowed:
             return None
-        seen = self._read_focus(q.message)
-        if seen == "new":  # "ok and what about the one on …": asks for another paper
-            return None
         if judged and judged[0].paper.paper_id == paper.paper_id:
             return paper
         if judged and judged[0].p >= (self.policy.reading_sure or self.judge.threshold):
             return None  # the gate is sure of another paper: a new question, nothing to read
-        if seen == "focus":  # "how big is the training data?"
+        if self._read_focus(q.message) == "focus":  # "how big is the training data?"
             return paper
         return paper if self._may_answer(q.message, paper, self.policy.follow_up_threshold) else None
 
