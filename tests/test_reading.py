@@ -324,13 +324,17 @@ def test_a_described_comparison_side_takes_the_best_read_paper_at_a_lower_bar(se
 def test_a_question_naming_no_paper_after_a_one_paper_answer_is_about_it_when_read_so(
         seed_assistant: PaperAssistant):
     """"What is the main limitation?" needs no "it": right after an answer about one
-    paper it is about that paper when the model reads it so at `follow_up_threshold`, or when
+    paper it is about that paper when the focus model reads the message as asking about the paper
+    in focus, when the LLM reads the paper as answering at `follow_up_threshold`, or when
     retrieval ranks it first for the question; a new question is not (its own paper ranks first
-    and the model reads the previous paper lower)."""
+    and the LLM reads the previous paper lower). The LLM's part is checked with the focus model
+    off (`follow_up_focus` above 1)."""
     from assistant.types import Turn
 
-    settings = seed_assistant.settings
-    engine, planner = seed_assistant.engine, seed_assistant.engine.planner
+    policy = seed_assistant.settings.relevance.model_copy(update={"follow_up_focus": 2.0})
+    settings = seed_assistant.settings.model_copy(update={"relevance": policy})
+    unfocused = PaperAssistant(settings, store=seed_assistant.store)
+    engine, planner = unfocused.engine, unfocused.engine.planner
     shapira = next(p for p in seed_assistant.store.papers().values() if p.authors[0] == "Itai Shapira")
     history = [Turn(role="user", content=SYCOPHANCY_QUESTION),
                Turn(role="assistant", content="… [1]", paper_ids=[shapira.paper_id])]
@@ -358,3 +362,6 @@ def test_a_question_naming_no_paper_after_a_one_paper_answer_is_about_it_when_re
     plan = planner.plan(vague, shown, None, None, None)
     assert not plan.abstain and [s.paper.paper_id for s in plan.sources] == [first.paper_id]
     assert planner.plan(vague, history, None, None, None).abstain  # after another paper: refused
+    # with the focus model (the default), the detail question is about the paper in focus, unread
+    focused = seed_assistant.engine.planner.plan(follow_up, history, None, None, None)
+    assert not focused.abstain and [s.paper.paper_id for s in focused.sources] == [shapira.paper_id]
