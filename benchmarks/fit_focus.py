@@ -146,7 +146,7 @@ def main() -> int:
         model.provenance = {
             "fitted_by": "benchmarks/fit_focus.py", "date": time.strftime("%Y-%m-%d"),
             "training_messages": len(train_y), "C": C, "threshold": t,
-            "threshold_rule": f"lowest p at which at most {MAX_NEW_READ_AS_FOCUS:.0%} of new messages "
+            "threshold_rule": f"lowest p at which at most {MAX_NEW_READ_AS_FOCUS:.1%} of new messages "
                               "read as focus (5-fold, training)",
             "embedding": "all-MiniLM-L6-v2 (packaged ONNX)",
             "training": train_scores, "test": test_scores,

@@ -4,6 +4,7 @@
     seed_assistant   PaperAssistant on seed_settings with the bundled seed corpus ingested once
     seeded_assistant(store_dir, cls)  the same on a store of its own (for tests that write)
     answered_by(pa, llm, backend)     an assistant on pa's store whose answers `llm` writes
+    talk(pa, *messages)               the last answer of a conversation of these messages
     chroma_server    "http://127.0.0.1:PORT" of a real `chroma run` server (session-scoped)
     openai_server    re-exported from tests/llm_server.py when it defines it
 
@@ -100,6 +101,17 @@ def answered_by(pa, llm, backend: str = "local"):
 
     settings = pa.settings.model_copy(update={"llm_backend": backend})
     return PaperAssistant(settings, store=pa.store, llm=llm)
+
+
+def talk(pa, *messages: str):
+    """Ask `messages` in turn as one conversation; the last answer."""
+    from assistant.types import Turn
+
+    history, answer = [], None
+    for m in messages:
+        answer = pa.ask(m, history)
+        history += [Turn(role="user", content=m), answer.as_turn()]
+    return answer
 
 
 def write_jsonl(path: Path, records: Iterable[dict]) -> Path:

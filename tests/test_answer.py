@@ -23,7 +23,7 @@ from assistant.answer.evidence import Source
 from assistant.text import split_sentences
 from assistant.answer.ground import Grounder, parse_markers, renumber, split_answer
 from assistant.embed import make_embedder
-from conftest import answered_by, make_settings, write_jsonl
+from conftest import answered_by, make_settings, talk, write_jsonl
 
 
 class ScriptedLLM(CustomLLM):
@@ -453,14 +453,6 @@ def test_an_empty_collection_says_so_instead_of_lacking_the_topic(tmp_path, mess
 
 
 # ---------------------------------------------------------------- conversation (issue 22)
-def _talk(pa, *messages):
-    history, answer = [], None
-    for m in messages:
-        answer = pa.ask(m, history)
-        history += [Turn(role="user", content=m), answer.as_turn()]
-    return answer
-
-
 def test_each_part_of_a_two_paper_question_is_found_on_its_own(pa):
     answer = pa.ask("Which paper studies face relighting, and who wrote the one about spatial transcriptomics?")
     assert not answer.abstained
@@ -475,7 +467,7 @@ def test_a_part_nothing_answers_is_named_and_the_other_part_answered(pa):
 
 
 def test_compare_those_two_takes_one_paper_from_each_earlier_answer(pa):
-    answer = _talk(pa, "What does the paper on Kolmogorov-Arnold Networks show?",
+    answer = talk(pa, "What does the paper on Kolmogorov-Arnold Networks show?",
                    "And what about the data assimilation paper?", "Compare those two.")
     assert answer.intent == "compare"
     assert set(first_authors(answer)) == {"Puyu Wang", "Martin Andrae"}
@@ -485,14 +477,14 @@ def test_compare_those_two_takes_one_paper_from_each_earlier_answer(pa):
                                      "how do the two differ in what they actually contribute?",
                                      "Which of the two uses real data?"])
 def test_what_to_compare_those_two_on_adds_no_paper(pa, message):
-    answer = _talk(pa, "What does the paper on Kolmogorov-Arnold Networks show?",
+    answer = talk(pa, "What does the paper on Kolmogorov-Arnold Networks show?",
                    "And what about the data assimilation paper?", message)
     assert set(first_authors(answer)) == {"Puyu Wang", "Martin Andrae"}
     assert not any("Not found" in n for n in answer.notices)
 
 
 def test_a_paper_named_beside_those_two_joins_them(pa):
-    answer = _talk(pa, "What does the paper on Kolmogorov-Arnold Networks show?",
+    answer = talk(pa, "What does the paper on Kolmogorov-Arnold Networks show?",
                    "And what about the data assimilation paper?", "Compare those two with Top-W.")
     assert set(first_authors(answer)) == {"Puyu Wang", "Martin Andrae", "Arash Gholamidavoodi"}
 
@@ -500,27 +492,27 @@ def test_a_paper_named_beside_those_two_joins_them(pa):
 def test_a_name_no_paper_here_is_leaves_the_question_on_its_paper(pa):
     # "ImageNet" is a name the abstract lacks, but no paper of the collection is ImageNet: the
     # question is still about "it" (and its abstract's silence), not a new search
-    answer = _talk(pa, "What is Verbalized Sampling?", "Does it report results on ImageNet?")
+    answer = talk(pa, "What is Verbalized Sampling?", "Does it report results on ImageNet?")
     assert not answer.abstained and first_authors(answer) == ["Jiayi Zhang"]
 
 
 def test_a_name_another_paper_here_is_brings_that_paper(pa):
-    answer = _talk(pa, "Which paper proposes lookup-free trellis-coded quantization to 2 bits?",
+    answer = talk(pa, "Which paper proposes lookup-free trellis-coded quantization to 2 bits?",
                    "Does it mention Top-W?")
     assert "Arash Gholamidavoodi" in first_authors(answer)
 
 
 def test_an_author_count_is_a_number_and_says_when_the_list_is_cut(pa):
-    answer = _talk(pa, "Which paper proposes a benchmark for embodied multimodal LLMs?",
+    answer = talk(pa, "Which paper proposes a benchmark for embodied multimodal LLMs?",
                    "How many authors does it have?")
     assert "at least 10 authors" in answer.answer and "et al." in answer.answer
-    answer = _talk(pa, "Which paper is about Kolmogorov-Arnold Networks?", "number of authors?")
+    answer = talk(pa, "Which paper is about Kolmogorov-Arnold Networks?", "number of authors?")
     assert f"That is {len(answer.citations[0].authors)} authors." in answer.answer
 
 
 def test_a_detail_question_about_the_paper_in_focus_is_answered_from_it(pa):
     # "GPUs" is a name-like word, but the paper in focus says "GPU-friendly": not another paper
-    answer = _talk(pa, "Which paper proposes lookup-free trellis-coded quantization to 2 bits?",
+    answer = talk(pa, "Which paper proposes lookup-free trellis-coded quantization to 2 bits?",
                    "Does it mention GPUs?")
     assert not answer.abstained and first_authors(answer) == ["Zhengwu Yang"]
     assert "GPU" in answer.answer

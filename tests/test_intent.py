@@ -10,6 +10,7 @@ import pytest
 from assistant import PaperAssistant
 from assistant.answer.intent import IntentModel, default_model, message_vectors, read_intent
 from assistant.answer.query import detect_intent, parse
+from conftest import talk
 
 # messages the phrase rules leave at their default (question) and the model reads surely
 BY_MEANING = [
@@ -137,34 +138,24 @@ def test_the_focus_model_reads_a_follow_up_apart_from_a_new_request(message, rea
     assert (p_focus >= model.provenance["threshold"]) == (reading == "focus")
 
 
-def _conversation(pa, *messages):
-    from assistant.types import Turn
-
-    history, answer = [], None
-    for m in messages:
-        answer = pa.ask(m, history)
-        history += [Turn(role="user", content=m), answer.as_turn()]
-    return answer
-
-
 def test_a_detail_question_that_points_at_nothing_keeps_the_paper_in_focus(seed_assistant, by_rules):
     # no model reads here (`none` backend): the focus model alone tells the follow-up
     asked = ("Which paper fuses cell morphology, gene expression and spatial context in one model?",
              "how big is the training data?")
-    answer = _conversation(seed_assistant, *asked)
+    answer = talk(seed_assistant, *asked)
     assert not answer.abstained and [c.authors[0] for c in answer.citations] == ["Zhenglun Kong"]
     assert "million" in answer.answer  # its sentence about the dataset it assembled
-    assert _conversation(by_rules, *asked).abstained
+    assert talk(by_rules, *asked).abstained
 
 
 def test_a_new_paper_described_with_the_noun_or_a_pronoun_is_not_the_paper_in_focus(seed_assistant):
     # "the model" and "it" belong to the description, not to Top-W shown before
-    new = _conversation(seed_assistant, "What is Top-W?", "find me the study showing preference-based "
+    new = talk(seed_assistant, "What is Top-W?", "find me the study showing preference-based "
                         "post-training makes the model agree with users more")
     assert [c.authors[0] for c in new.citations] == ["Itai Shapira"]
-    other = _conversation(seed_assistant, "What is Top-W?", "ok and what about the one on automatically "
+    other = talk(seed_assistant, "What is Top-W?", "ok and what about the one on automatically "
                           "evolving the context given to an LLM instead of handcrafting it?")
     assert "Arash Gholamidavoodi" not in [c.authors[0] for c in other.citations]
     # a follow-up that says "the method" still means the paper in focus
-    same = _conversation(seed_assistant, "What is Top-W?", "which benchmarks does the method use?")
+    same = talk(seed_assistant, "What is Top-W?", "which benchmarks does the method use?")
     assert [c.authors[0] for c in same.citations] == ["Arash Gholamidavoodi"]

@@ -185,7 +185,7 @@ class Planner:
             return paper
         if judged and judged[0].p >= (self.policy.reading_sure or self.judge.threshold):
             return None  # the gate is sure of another paper: a new question, nothing to read
-        if self._read_focus(q.message) == "focus":  # "how big is the training data?"
+        if q.focus == "focus":  # "how big is the training data?"
             return paper
         return paper if self._may_answer(q.message, paper, self.policy.follow_up_threshold) else None
 

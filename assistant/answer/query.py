@@ -206,6 +206,9 @@ class Query:
     # a question that names no paper and asks for none, right after an answer about one paper
     # ("which variables get bisected?"): that paper, which may be what it asks about (plan reads it)
     follow_up: list[str] = field(default_factory=list)
+    # how a follow-up candidate reads by meaning: "focus" (asks about that paper), "new", or None
+    # (unsure, or no candidate)
+    focus: Optional[str] = None
     # a comparison's sides told in sentences of their own ("One paper does X. The other does Y.
     # How do they compare?"): the sentences that describe something and do not point at the sides
     side_sentences: list[str] = field(default_factory=list)
@@ -367,6 +370,11 @@ def plain(message: str) -> str:
     return " ".join(p if p.endswith(("?", ".", "!")) else p + "?" for p in numbered) if numbered else message
 
 
+def last_answer(history: list[Turn]) -> Optional[Turn]:
+    """The assistant's last turn, whether or not it showed papers."""
+    return next((t for t in reversed(history) if t.role == "assistant"), None)
+
+
 def shown_lists(history: list[Turn]) -> list[Turn]:
     """Assistant turns that showed papers, most recent first."""
     return [t for t in reversed(history) if t.role == "assistant" and t.paper_ids]
@@ -478,7 +486,7 @@ def _pointing(message: str, refs: list[_Found], seen: Optional[str], history: li
     if seen == "new":
         return []
     if seen is None and all(only_a_noun(message, f) for f in refs):
-        last = next((t for t in reversed(history) if t.role == "assistant"), None)
+        last = last_answer(history)
         if last is not None and len(last.paper_ids) == 1:
             return []
     return refs
@@ -787,6 +795,7 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
         q.references = both
     q.after_refusal = bool(refs) and turns[0].refused
     q.follow_up = follow_up_focus(q, history)
+    q.focus = read_focus(message) if q.follow_up else None
     if intent == "compare":
         unreferred = _without(message, refs)
         q.targets, q.compared_against = compare_targets(unreferred), compared_against(unreferred)
@@ -824,7 +833,7 @@ def about_a_shown_paper(q: Query, turns: list[Turn]) -> bool:
 def follow_up_focus(q: Query, history: list[Turn]) -> list[str]:
     """The paper a question may follow up on: the one the last answer cited, when the question
     is of one topic, asks for no paper and refers to none."""
-    last = next((t for t in reversed(history) if t.role == "assistant"), None)
+    last = last_answer(history)
     if (not one_topic_question(q) or q.references or last is None or last.refused
             or len(last.paper_ids) != 1):
         return []
