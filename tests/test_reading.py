@@ -100,6 +100,73 @@ def test_only_reading_papers_are_read_and_nothing_below_the_floor():
     assert _reader(Says({}), reading_floor=0.5).read("q", judged) is None
 
 
+def test_reading_more_papers_takes_every_lead_again_and_never_raises_one_read_before():
+    says = Says({"First": 0.6, "Second": 0.3, "Third": 0.2, "Fourth": 0.95})
+    judged = [_judged("a", 0.3, "First. x"), _judged("b", 0.2, "Second. y"), _judged("c", 0.1, "Third. z")]
+    reader = _reader(says)
+    first = reader.read("q", judged)
+    assert [j.paper.paper_id for j in first.accepted] == ["a"]  # 0.6, leading by 0.3
+    more = reader.read_more("q", first, [_judged("d", 0.0, "Fourth. w")])
+    assert says.read == ["First", "Second", "Third", "Fourth"]  # the three are not read again
+    assert [j.paper.paper_id for j in more.accepted] == ["d"]
+    by_id = {j.paper.paper_id: j for j in more.read}
+    assert by_id["a"].features["yes_lead"] == pytest.approx(0.6 - 0.95)
+    assert by_id["a"].p < next(j.p for j in first.read if j.paper.paper_id == "a")
+    assert by_id["d"].features["gate_p"] == 0.0 and by_id["a"].features["gate_p"] == pytest.approx(0.3)
+    assert _reader(Says({}, fail=True)).read_more("q", first, [_judged("d", 0.0)]) is None
+
+
+def test_a_second_look_reads_the_papers_closest_to_the_abstract_the_model_writes(
+        seed_assistant: PaperAssistant):
+    """A question in none of its paper's words: its paper is not among the three read first.
+    The abstract the model writes for it proposes the paper, and the reading of that paper against
+    the question (not its closeness to the written abstract) cites it."""
+    settings, engine = seed_assistant.settings, seed_assistant.engine
+    planner = engine.planner
+    question = "Why do chatbots tell people what they want to hear?"
+    shapira = next(p for p in seed_assistant.store.papers().values() if p.authors[0] == "Itai Shapira")
+    first = engine.judge.judge(question, seed_assistant.search(question, k=20))[: settings.relevance.reading_papers]
+    assert shapira.paper_id not in [j.paper.paper_id for j in first]
+    says = Says({p.title: (0.97 if p.paper_id == shapira.paper_id else 0.02)
+                 for p in seed_assistant.store.papers().values()})
+    written = shapira.abstract.split(". ")[0]  # what a good written abstract would say
+    try:
+        planner.reader = lambda: Reader(says, engine.embed, settings.relevance, MODEL)
+        planner.expander = lambda topic: ""  # the model wrote nothing: refused after the first three
+        assert planner.plan(question, [], None, None, None).abstain
+        planner.expander = lambda topic: written
+        plan = planner.plan(question, [], None, None, None)
+        assert not plan.abstain and [s.paper.paper_id for s in plan.sources] == [shapira.paper_id]
+        assert plan.retrieved[0].paper.paper_id == shapira.paper_id
+        says.yes = {t: 0.02 for t in says.yes}  # read, and judged not to answer: still refused
+        assert planner.plan(question, [], None, None, None).abstain
+    finally:
+        planner.reader, planner.expander = engine._reader, engine._expand
+
+
+def test_a_message_cut_into_parts_none_of_which_finds_a_paper_is_asked_whole(seed_assistant: PaperAssistant):
+    """"X, and Y?" parses as two parts; when neither part alone finds a paper, the message may be
+    one question cut at a clause: it is read whole before it is refused."""
+    settings, engine = seed_assistant.settings, seed_assistant.engine
+    planner = engine.planner
+    message = ("Why do chatbots tell people what they want to hear, and does it get worse once they "
+               "are tuned on what raters like?")
+    shapira = next(p for p in seed_assistant.store.papers().values() if p.authors[0] == "Itai Shapira")
+
+    def says(messages, options):  # yes only to the sycophancy paper, asked the whole question
+        content = messages[-1]["content"]
+        yes = 0.97 if f"Title: {shapira.title}\n" in content and message in content else 0.02
+        return [yes, 1 - yes]
+
+    try:
+        planner.reader = lambda: Reader(says, engine.embed, settings.relevance, MODEL)
+        planner.expander = lambda topic: ""
+        plan = planner.plan(message, [], None, None, None)
+        assert not plan.abstain and [s.paper.paper_id for s in plan.sources] == [shapira.paper_id]
+    finally:
+        planner.reader, planner.expander = engine._reader, engine._expand
+
+
 def test_a_failing_model_reads_nothing():
     assert _reader(Says({}, fail=True)).read("q", [_judged("a", 0.3)]) is None
 

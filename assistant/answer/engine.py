@@ -47,11 +47,12 @@ class AnswerEngine:
                                         disk=None if embedder else self.store.sentence_vectors())
         self.judge = Judge(self.store.corpus_stats, settings.relevance, embed=self.embed)
         self.planner = Planner(settings, retriever, self.judge, self.embed, rewriter=self._rewrite,
-                               reader=self._reader)
+                               reader=self._reader, expander=self._expand)
         self.grounder = Grounder(self.embed, settings.citation)
         self._llm = llm
         self._llm_error: Optional[str] = None
         self._reading: Optional[Reader] = None
+        self._reading_llm = None  # the model behind the reader (it also writes the second look's abstract)
         self._reading_error: Optional[str] = None
 
     # ------------------------------------------------------------------ public
@@ -165,6 +166,7 @@ class AnswerEngine:
                                        or "the model cannot read candidates")
                 return None
             self._reading = Reader(llm.choice_probabilities, self.embed, self.settings.relevance)
+            self._reading_llm = llm
         return self._reading
 
     def _rewrite(self, question: str) -> str:
@@ -178,6 +180,19 @@ class AnswerEngine:
         except BackendError:
             return ""
         return text.strip().strip('"').split("\n")[0]
+
+    def _expand(self, question: str) -> str:
+        """The abstract of a paper that would answer `question`, written by the model that reads
+        candidates (for the second look: answer/plan.py), or "" when none can."""
+        reader = self._reader()
+        llm = self._reading_llm
+        if reader is None or llm is None:
+            return ""
+        try:
+            return "".join(stream_chat_text(llm, [{"role": "user", "content": render("expand", question=question)}],
+                                            max_tokens=self.settings.relevance.second_look_tokens)).strip()
+        except BackendError:
+            return ""
 
     def _stream_llm(self, llm, prompt: str, max_tokens: int) -> Iterator[tuple[str, object]]:
         """("waiting", ahead)... while the model is busy, then ("text", delta)..."""

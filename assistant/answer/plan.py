@@ -66,9 +66,11 @@ class PartsFound:
 class Planner:
     def __init__(self, settings: Settings, retriever: Retriever, judge: Judge,
                  embed: SentenceEmbeddings, rewriter: Optional[Callable[[str], str]] = None,
-                 reader: Optional[Callable[[], Optional[Reader]]] = None):
+                 reader: Optional[Callable[[], Optional[Reader]]] = None,
+                 expander: Optional[Callable[[str], str]] = None):
         self.settings = settings
         self.rewriter = rewriter  # the model's rewrite of a question into a paper's terms
+        self.expander = expander  # the abstract the model writes for a question (second look)
         self.reader = reader  # the model that reads candidates (reading.py), made on first need
         self.policy = settings.relevance
         self.retriever = retriever
@@ -153,13 +155,19 @@ class Planner:
             plan = TurnPlan("question", q.message, retrieved=[as_hit(p) for p in focus])
             return self._about(plan, q, focus, previous=previous_user_message(history))
         if sum(bool(part.topic) for part in q.parts) > 1:  # "which paper does X, and who wrote the one on Y?"
-            return self._parts(q, filters, k)
+            found = self._part_papers(q, filters, k)
+            if found.papers:
+                return self._parts(q, filters, k, found)
+            # no part found a paper: the message may be one question cut at a clause ("…, and how
+            # long it stays in each state is random"), so it is asked whole before it is refused
         hits, judged = self._judged(q.topic, filters, max(k or 0, self.policy.candidates))
         followed = self._followed_up(q, judged, filters)
         if followed is not None:
             plan = TurnPlan("question", q.message, retrieved=[as_hit(followed)])
             return self._about(plan, q, [followed], previous=previous_user_message(history))
         chosen, reading = self._chosen(q.message, judged, q.singular, q.plural)
+        if not chosen and reading is not None and self.policy.second_look_papers > 0:
+            hits, chosen, reading = self._second_look(q, filters, hits, judged, reading)
         if not chosen and reading is None and self._worth_rewriting(judged):
             hits, chosen = self._rewritten(q, filters, hits)
         plan = TurnPlan("question", q.message, retrieved=hits)
@@ -274,6 +282,32 @@ class Planner:
         if notify is not None:
             notify([j.hit for j in shown])
         return reader
+
+    def _second_look(self, q: Query, filters, hits: list[Hit], judged: list[Judged],
+                     reading: Read) -> tuple[list[Hit], list[Judged], Read]:
+        """Before refusing a question the model read: candidates worded like a paper. The model
+        writes the abstract of a paper that would answer it (HyDE), and the best papers for the
+        question with that abstract which were not read yet are read against the question itself.
+        A far paraphrase shares no words with its paper, so its paper is often not among the
+        first candidates at all; the written abstract is in a paper's words. The abstract only
+        proposes candidates: what they are judged on is the model's reading of each against the
+        question, with the gate's p for the question (0 below its candidates), never on how
+        close they are to the written text."""
+        text = self.expander(q.topic) if self.expander is not None else ""
+        if not terms(text):
+            return hits, [], reading
+        seen = {j.paper.paper_id for j in reading.read}
+        gate = {j.paper.paper_id: j for j in judged}
+        found = self.retriever.search(f"{q.topic} {text}", k=self.policy.candidates, filters=filters)
+        new = [h for h in found if h.paper.paper_id not in seen][: self.policy.second_look_papers]
+        more = [gate.get(h.paper.paper_id) or Judged(h, 0.0) for h in new]
+        reader = self._reader_for(judged, more) if more else None
+        again = reader.read_more(q.message, reading, more) if reader is not None else None
+        if again is None:
+            return hits, [], reading
+        retrieved = hits + [h for h in new if h.paper.paper_id not in gate]
+        chosen = self.judge.choose(again.accepted, q.singular, q.plural, again.threshold)
+        return papers_first([j.paper for j in chosen], retrieved), chosen, again
 
     def _worth_rewriting(self, judged: list[Judged]) -> bool:
         return (self.policy.rewrite and self.rewriter is not None and bool(judged)

@@ -157,6 +157,21 @@ class Reader:
         yes = self._yes_each(question, judged, candidates)
         if yes is None:
             return None
+        return self._judged(candidates, yes)
+
+    def read_more(self, question: str, reading: Read, more: Sequence[Judged]) -> Optional[Read]:
+        """`reading` with `more` candidates read against the same question. Each paper's lead is
+        taken again over all the papers read, so adding papers never makes one read before more
+        likely to be accepted. None when the model fails."""
+        try:
+            yes = [self.yes(question, j.paper) for j in more]
+        except BackendError:
+            return None
+        before = [replace(j, p=j.features["gate_p"]) for j in reading.read]
+        return self._judged(before + list(more), [j.features["yes"] for j in reading.read] + yes)
+
+    def _judged(self, candidates: list[Judged], yes: list[float]) -> Read:
+        """The candidates (each with the gate's p) judged by the reading model on their yes."""
         read = [replace(j, p=self.model.proba(j.p, y, lead),
                         features={**j.features, "gate_p": j.p, "yes": y, "yes_lead": lead})
                 for j, y, lead in zip(candidates, yes, leads(yes))]
