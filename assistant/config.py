@@ -76,10 +76,11 @@ class RelevancePolicy(BaseModel):
         12, description="A message names a category the collection lacks ('the NLP area'): the note "
                         "saying so lists the collection's categories when there are at most this many.")
     second_look_papers: int = Field(
-        2, description="When the model has read the best candidates of a question and none answers it, "
+        0, description="When the model has read the best candidates of a question and none answers it, "
                        "it writes the abstract of a paper that would, and this many papers closest to the "
                        "question with that abstract, not read yet, are read too before refusing "
-                       "(answer/plan.py _second_look); 0: no second look.")
+                       "(answer/plan.py _second_look); 0: no second look (off by default: it adds about "
+                       "16 s to a refusal for few answers gained; docs/relevance.md).")
     second_look_tokens: int = Field(
         120, description="Length, in tokens, of the abstract the model writes for the second look.")
     rewrite: bool = Field(

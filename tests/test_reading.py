@@ -130,7 +130,10 @@ def test_a_second_look_reads_the_papers_closest_to_the_abstract_the_model_writes
     says = Says({p.title: (0.97 if p.paper_id == shapira.paper_id else 0.02)
                  for p in seed_assistant.store.papers().values()})
     written = shapira.abstract.split(". ")[0]  # what a good written abstract would say
+    assert settings.relevance.second_look_papers == 0  # off by default: switched on here
+    policy = planner.policy
     try:
+        planner.policy = policy.model_copy(update={"second_look_papers": 2})
         planner.reader = lambda: Reader(says, engine.embed, settings.relevance, MODEL)
         planner.expander = lambda topic: ""  # the model wrote nothing: refused after the first three
         assert planner.plan(question, [], None, None, None).abstain
@@ -141,7 +144,7 @@ def test_a_second_look_reads_the_papers_closest_to_the_abstract_the_model_writes
         says.yes = {t: 0.02 for t in says.yes}  # read, and judged not to answer: still refused
         assert planner.plan(question, [], None, None, None).abstain
     finally:
-        planner.reader, planner.expander = engine._reader, engine._expand
+        planner.reader, planner.expander, planner.policy = engine._reader, engine._expand, policy
 
 
 def test_a_message_cut_into_parts_none_of_which_finds_a_paper_is_asked_whole(seed_assistant: PaperAssistant):
