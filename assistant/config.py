@@ -79,8 +79,8 @@ class RelevancePolicy(BaseModel):
         0, description="When the model has read the best candidates of a question and none answers it, "
                        "it writes the abstract of a paper that would, and this many papers closest to the "
                        "question with that abstract, not read yet, are read too before refusing "
-                       "(answer/plan.py _second_look); 0: no second look (off by default: it adds about "
-                       "16 s to a refusal for few answers gained; docs/relevance.md).")
+                       "(answer/plan.py _second_look); 0: no second look (the default; docs/relevance.md "
+                       "says why).")
     second_look_tokens: int = Field(
         120, description="Length, in tokens, of the abstract the model writes for the second look.")
     rewrite: bool = Field(
