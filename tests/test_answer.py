@@ -468,7 +468,7 @@ def test_a_part_nothing_answers_is_named_and_the_other_part_answered(pa):
 
 def test_compare_those_two_takes_one_paper_from_each_earlier_answer(pa):
     answer = talk(pa, "What does the paper on Kolmogorov-Arnold Networks show?",
-                   "And what about the data assimilation paper?", "Compare those two.")
+                  "And what about the data assimilation paper?", "Compare those two.")
     assert answer.intent == "compare"
     assert set(first_authors(answer)) == {"Puyu Wang", "Martin Andrae"}
 
@@ -478,14 +478,14 @@ def test_compare_those_two_takes_one_paper_from_each_earlier_answer(pa):
                                      "Which of the two uses real data?"])
 def test_what_to_compare_those_two_on_adds_no_paper(pa, message):
     answer = talk(pa, "What does the paper on Kolmogorov-Arnold Networks show?",
-                   "And what about the data assimilation paper?", message)
+                  "And what about the data assimilation paper?", message)
     assert set(first_authors(answer)) == {"Puyu Wang", "Martin Andrae"}
     assert not any("Not found" in n for n in answer.notices)
 
 
 def test_a_paper_named_beside_those_two_joins_them(pa):
     answer = talk(pa, "What does the paper on Kolmogorov-Arnold Networks show?",
-                   "And what about the data assimilation paper?", "Compare those two with Top-W.")
+                  "And what about the data assimilation paper?", "Compare those two with Top-W.")
     assert set(first_authors(answer)) == {"Puyu Wang", "Martin Andrae", "Arash Gholamidavoodi"}
 
 
@@ -498,13 +498,13 @@ def test_a_name_no_paper_here_is_leaves_the_question_on_its_paper(pa):
 
 def test_a_name_another_paper_here_is_brings_that_paper(pa):
     answer = talk(pa, "Which paper proposes lookup-free trellis-coded quantization to 2 bits?",
-                   "Does it mention Top-W?")
+                  "Does it mention Top-W?")
     assert "Arash Gholamidavoodi" in first_authors(answer)
 
 
 def test_an_author_count_is_a_number_and_says_when_the_list_is_cut(pa):
     answer = talk(pa, "Which paper proposes a benchmark for embodied multimodal LLMs?",
-                   "How many authors does it have?")
+                  "How many authors does it have?")
     assert "at least 10 authors" in answer.answer and "et al." in answer.answer
     answer = talk(pa, "Which paper is about Kolmogorov-Arnold Networks?", "number of authors?")
     assert f"That is {len(answer.citations[0].authors)} authors." in answer.answer
@@ -513,7 +513,7 @@ def test_an_author_count_is_a_number_and_says_when_the_list_is_cut(pa):
 def test_a_detail_question_about_the_paper_in_focus_is_answered_from_it(pa):
     # "GPUs" is a name-like word, but the paper in focus says "GPU-friendly": not another paper
     answer = talk(pa, "Which paper proposes lookup-free trellis-coded quantization to 2 bits?",
-                   "Does it mention GPUs?")
+                  "Does it mention GPUs?")
     assert not answer.abstained and first_authors(answer) == ["Zhengwu Yang"]
     assert "GPU" in answer.answer
 

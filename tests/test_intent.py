@@ -151,10 +151,10 @@ def test_a_detail_question_that_points_at_nothing_keeps_the_paper_in_focus(seed_
 def test_a_new_paper_described_with_the_noun_or_a_pronoun_is_not_the_paper_in_focus(seed_assistant):
     # "the model" and "it" belong to the description, not to Top-W shown before
     new = talk(seed_assistant, "What is Top-W?", "find me the study showing preference-based "
-                        "post-training makes the model agree with users more")
+               "post-training makes the model agree with users more")
     assert [c.authors[0] for c in new.citations] == ["Itai Shapira"]
     other = talk(seed_assistant, "What is Top-W?", "ok and what about the one on automatically "
-                          "evolving the context given to an LLM instead of handcrafting it?")
+                 "evolving the context given to an LLM instead of handcrafting it?")
     assert "Arash Gholamidavoodi" not in [c.authors[0] for c in other.citations]
     # a follow-up that says "the method" still means the paper in focus
     same = talk(seed_assistant, "What is Top-W?", "which benchmarks does the method use?")

@@ -171,28 +171,14 @@ class AnswerEngine:
 
     def _rewrite(self, question: str) -> str:
         """The question in the terms a paper would use (≤ 40 tokens), or "" without a model."""
-        llm = self._get_llm([])
-        if llm is None:
-            return ""
-        try:
-            text = "".join(stream_chat_text(llm, [{"role": "user", "content": render("rewrite", question=question)}],
-                                            max_tokens=40))
-        except BackendError:
-            return ""
-        return text.strip().strip('"').split("\n")[0]
+        text = _written(self._get_llm([]), "rewrite", question, max_tokens=40)
+        return text.strip('"').split("\n")[0]
 
     def _expand(self, question: str) -> str:
         """The abstract of a paper that would answer `question`, written by the model that reads
         candidates (for the second look: answer/plan.py), or "" when none can."""
-        reader = self._reader()
-        llm = self._reading_llm
-        if reader is None or llm is None:
-            return ""
-        try:
-            return "".join(stream_chat_text(llm, [{"role": "user", "content": render("expand", question=question)}],
-                                            max_tokens=self.settings.relevance.second_look_tokens)).strip()
-        except BackendError:
-            return ""
+        llm = self._reading_llm if self._reader() is not None else None
+        return _written(llm, "expand", question, max_tokens=self.settings.relevance.second_look_tokens)
 
     def _stream_llm(self, llm, prompt: str, max_tokens: int) -> Iterator[tuple[str, object]]:
         """("waiting", ahead)... while the model is busy, then ("text", delta)..."""
@@ -246,6 +232,18 @@ class AnswerEngine:
         if not rest:
             return ""
         return f"\n\n{compose.ALSO_RELEVANT_HEADING}\n" + compose.extracts(rest, words=30)
+
+
+def _written(llm, template: str, question: str, max_tokens: int) -> str:
+    """What `llm` writes for the prompt `template` about `question` (a user turn alone, no system
+    turn), stripped; "" without a model or when it fails."""
+    if llm is None:
+        return ""
+    try:
+        return "".join(stream_chat_text(llm, [{"role": "user", "content": render(template, question=question)}],
+                                        max_tokens=max_tokens)).strip()
+    except BackendError:
+        return ""
 
 
 @dataclass

@@ -55,12 +55,10 @@ class TurnPlan:
 @dataclass
 class PartsFound:
     """What the parts of a question of several parts found: their papers, the parts that found
-    none, everything retrieved, and the first part's judgement and reading (for a refusal)."""
+    none, and everything retrieved."""
     papers: list[Paper] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     retrieved: list[Hit] = field(default_factory=list)
-    first_judged: list[Judged] = field(default_factory=list)
-    first_reading: Optional[Read] = None
 
 
 class Planner:
@@ -157,7 +155,7 @@ class Planner:
         if sum(bool(part.topic) for part in q.parts) > 1:  # "which paper does X, and who wrote the one on Y?"
             found = self._part_papers(q, filters, k)
             if found.papers:
-                return self._parts(q, filters, k, found)
+                return self._parts(q, found)
             # no part found a paper: the message may be one question cut at a clause ("…, and how
             # long it stays in each state is random"), so it is asked whole before it is refused
         hits, judged = self._judged(q.topic, filters, max(k or 0, self.policy.candidates))
@@ -222,16 +220,13 @@ class Planner:
             return self.judge.choose(reading.accepted, singular, plural, reading.threshold), reading
         return self.judge.choose(judged, singular, plural), None
 
-    def _parts(self, q: Query, filters, k, found: Optional[PartsFound] = None) -> TurnPlan:
-        """A question of several parts about different papers: each part with its own topic is
-        retrieved and judged on its own, and the answer covers the papers found for all of them;
-        a part that found nothing is named in a notice, and only if every part found nothing is
-        the whole refused. A part that only points back ("and who wrote it?") needs no search."""
-        found = found or self._part_papers(q, filters, k)
-        plan = TurnPlan("question", q.message, retrieved=found.retrieved)
-        if not found.papers:
-            return self._refuse(plan, q, found.first_judged, filters, found.first_reading)
-        plan.retrieved = papers_first(found.papers, plan.retrieved)
+    def _parts(self, q: Query, found: PartsFound) -> TurnPlan:
+        """A question of several parts about different papers, each part with its own topic
+        retrieved and judged on its own (`_part_papers`, which found at least one paper): the
+        answer covers the papers found for all of them, and a part that found nothing is named in
+        a notice. (When no part finds a paper, `_question` asks the message whole.) A part that
+        only points back ("and who wrote it?") needs no search."""
+        plan = TurnPlan("question", q.message, retrieved=papers_first(found.papers, found.retrieved))
         plan = self._about(plan, q, found.papers)
         if found.missing:
             plan.notices.append(compose.parts_not_found(found.missing))
@@ -242,13 +237,11 @@ class Planner:
         found = PartsFound()
         for part in (p for p in q.parts if p.topic):
             hits, judged = self._judged(part.topic, filters, max(k or 0, self.policy.candidates))
-            chosen, reading = self._chosen(part.text, judged, part.singular or not part.plural, part.plural)
+            chosen, _ = self._chosen(part.text, judged, part.singular or not part.plural, part.plural)
             found.retrieved += [h for h in hits if h not in found.retrieved]
             found.papers += [j.paper for j in chosen if j.paper not in found.papers]
             if not chosen:
                 found.missing.append(part.text)
-            if not found.first_judged:
-                found.first_judged, found.first_reading = judged, reading
         return found
 
     def _read(self, question: str, judged: list[Judged]) -> Optional[Read]:
@@ -451,7 +444,7 @@ class Planner:
             asked = replace(q, parts=[p for p in q.parts if p.topic and describes_a_paper_here(p.topic)])
             parted = self._part_papers(asked, filters, None) if len(asked.parts) > 1 else PartsFound()
             if len(parted.papers) >= 2 and len(parted.papers) > len(papers):
-                return self._parts(asked, filters, None, parted)
+                return self._parts(asked, parted)
         papers = papers[: self.settings.compare_max]
         plan.retrieved = papers_first(papers, retrieved)
         if missing:
