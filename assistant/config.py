@@ -182,6 +182,12 @@ class Settings(BaseSettings):
     rrf_k: int = 60
     dense_weight: float = 1.0
     bm25_weight: float = 1.0
+    paper_weight: float = Field(
+        0.5, description="Weight of the paper side in hybrid search: each paper's mean chunk "
+                         "vector (its whole abstract) against the question, blended with the "
+                         "best chunk's fused score (convex fusion) or added as a third ranking "
+                         "(RRF); 0 turns the paper side off (docs/search.md).")
+    paper_candidates: int = Field(50, description="Papers the paper side proposes to fusion.")
 
     # -- more like this (assistant/similar.py)
     similar_k: int = 5

@@ -58,33 +58,59 @@ class Retriever:
                 return []
             chunks: dict[str, ChunkScore] = {}
             active = filters if allowed is not None else None  # None: no filter, or an empty one
-            if mode in ("hybrid", "bm25"):
-                self._bm25_side(query, n, active, chunks)
-            if mode in ("hybrid", "dense"):
-                self._dense_side(query, n, active, chunks)
-            return self._fuse(chunks, k, mode, alpha)
+            bm25_scores = self._bm25_side(query, n, active, chunks) if mode in ("hybrid", "bm25") else None
+            if mode not in ("hybrid", "dense"):
+                return self._fuse(chunks, k, mode, alpha)
+            vector = self.embed_query(query)
+            self._dense_side(vector, n, active, chunks)
+            paper_side = mode == "hybrid" and self.settings.paper_weight > 0
+            if paper_side:
+                self._paper_side(vector, allowed, bm25_scores, chunks)
+            self._read_unseen(vector, chunks)
+            papers = self.store.paper_rows().cosines(
+                vector, {c.paper_id for c in chunks.values()}) if paper_side else {}
+            return self._fuse(chunks, k, mode, alpha, papers)
 
     def _bm25_side(self, query: str, n: int, filters: Optional[Filters],
-                   chunks: dict[str, ChunkScore]) -> None:
+                   chunks: dict[str, ChunkScore]) -> np.ndarray:
+        """Adds the n best chunks by BM25; returns every chunk's score (0 outside the filter)."""
         bm25 = self.store.bm25()
         mask = self.store.filter_index().select(filters).chunk_mask if filters else None
         scores = bm25.scores(query, mask)
         if scores.size == 0:
-            return
+            return scores
         top = np.argsort(-scores)[:n]
         for i in top:
             if scores[i] <= 0:
                 break
             cid = bm25.chunk_ids[i]
             chunks[cid] = ChunkScore(cid, str(bm25.paper_ids[i]), bm25=float(scores[i]))
+        return scores
 
-    def _dense_side(self, query: str, n: int, filters: Optional[Filters],
+    def _paper_side(self, vector: np.ndarray, allowed: Optional[frozenset[str]],
+                    bm25_scores: Optional[np.ndarray],
                     chunks: dict[str, ChunkScore]) -> None:
-        vector = self.embed_query(query)
+        """The papers whose whole abstract (mean chunk vector) is nearest the question join the
+        pool with all their chunks, to be scored on both sides like the others."""
+        near = self.store.paper_rows().search(vector, self.settings.paper_candidates, allowed)
+        pooled = {c.paper_id for c in chunks.values()}
+        bm25 = self.store.bm25()
+        for pid, _ in near:
+            if pid in pooled:
+                continue
+            for i in bm25.chunk_rows(pid):
+                score = float(bm25_scores[i]) if bm25_scores is not None and bm25_scores.size else 0.0
+                cid = bm25.chunk_ids[i]
+                chunks[cid] = ChunkScore(cid, pid, bm25=score if score > 0 else None)
+
+    def _dense_side(self, vector: np.ndarray, n: int, filters: Optional[Filters],
+                    chunks: dict[str, ChunkScore]) -> None:
         for cid, pid, sim, text in self.store.dense_search(vector, n, filters):
             entry = chunks.setdefault(cid, ChunkScore(cid, pid))
             entry.dense, entry.text = sim, text
-        # Chunks found only by BM25 still need a dense similarity (for the relevance gate)
+
+    def _read_unseen(self, vector: np.ndarray, chunks: dict[str, ChunkScore]) -> None:
+        # Chunks the dense search did not return (found by BM25 or the paper side) still need a dense similarity (for the relevance gate)
         # and their text (for snippets): one batched read from Chroma.
         missing = [c.chunk_id for c in chunks.values() if c.dense is None]
         if missing:
@@ -94,14 +120,32 @@ class Retriever:
                 chunks[cid].text = doc
 
     def _fuse(self, chunks: dict[str, ChunkScore], k: int, mode: str,
-              alpha: Optional[float] = None) -> list[Hit]:
+              alpha: Optional[float] = None, papers: Optional[dict[str, float]] = None) -> list[Hit]:
+        """`papers`: each pooled paper's whole-abstract cosine (the paper side; empty when off)."""
         if not chunks:
             return []
         if self.settings.fusion == "rrf":
             paper_score, chunk_score = self._rrf_scores(chunks, mode)
+            self._add_paper_ranks(paper_score, papers or {})
         else:
             paper_score, chunk_score = self._convex_scores(chunks, mode, alpha)
+            self._blend_papers(paper_score, papers or {})
         return self._to_hits(chunks, paper_score, chunk_score, k)
+
+    def _blend_papers(self, paper_score: dict[str, float], papers: dict[str, float]) -> None:
+        """Convex: a paper's score becomes (1-γ)·its best chunk's + γ·its whole-abstract cosine."""
+        gamma = self.settings.paper_weight
+        if not papers or gamma <= 0:
+            return
+        for pid, score in paper_score.items():
+            paper_score[pid] = (1 - gamma) * score + gamma * papers.get(pid, 0.0)
+
+    def _add_paper_ranks(self, paper_score: dict[str, float], papers: dict[str, float]) -> None:
+        """RRF: the papers ranked by whole-abstract cosine are a third side, weighted γ."""
+        rrf_k, gamma = self.settings.rrf_k, self.settings.paper_weight
+        for rank, pid in enumerate(sorted(papers, key=lambda p: -papers[p])):
+            if pid in paper_score:
+                paper_score[pid] += gamma / (rrf_k + rank + 1)
 
     def _convex_scores(self, chunks: dict[str, ChunkScore], mode: str, alpha: Optional[float] = None):
         """score = α·dense + (1-α)·bm25/max(bm25), per chunk; a paper takes its best chunk.

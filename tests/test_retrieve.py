@@ -194,3 +194,54 @@ def test_year_filter(year_store, year_min, year_max, expected):
     # without a filter every paper is there, the undated one too
     all_hits = retriever.search("graph neural networks for molecules", k=10)
     assert {h.paper.paper_id for h in all_hits} == {"y2018", "y2020", "y2022", "y2024", "ynone"}
+
+
+# ----------------------------------------------------------------------------- the paper side
+
+def test_paper_side_blends_each_papers_whole_abstract_cosine(seed_assistant):
+    # score with the paper side = (1-γ)·best chunk's fused score + γ·mean-chunk-vector cosine
+    store, settings = seed_assistant.store, seed_assistant.settings
+    gamma = 0.5
+    on = Retriever(store, settings.model_copy(update={"paper_weight": gamma}))
+    off = Retriever(store, settings.model_copy(update={"paper_weight": 0.0}))
+    query = "keeping a poisoned update effective after the server averages the weights"
+    before = {h.paper.paper_id: h.score for h in off.search(query, k=20)}
+    after = {h.paper.paper_id: h.score for h in on.search(query, k=20)}
+    cosines = store.paper_rows().cosines(on.embed_query(query), list(before))
+    assert set(before) <= set(after) and cosines
+    for pid, score in before.items():
+        assert after[pid] == pytest.approx((1 - gamma) * score + gamma * cosines[pid], abs=1e-5)
+
+
+def test_paper_side_pools_its_papers_with_their_chunks_scored(seed_assistant):
+    # at γ = 1 the order is the whole-abstract cosine's alone, so each of its nearest papers
+    # must have joined the pool (few chunks per side), scored and with a snippet
+    settings = seed_assistant.settings.model_copy(update={"paper_weight": 1.0, "candidates": 3})
+    retriever = Retriever(seed_assistant.store, settings)
+    query = "models that flatter their users"
+    hits = retriever.search(query, k=5, candidates=3)
+    near = seed_assistant.store.paper_rows().search(retriever.embed_query(query), 5)
+    assert [h.paper.paper_id for h in hits] == [pid for pid, _ in near]
+    assert [h.score for h in hits] == pytest.approx([cos for _, cos in near], abs=1e-5)
+    assert all(h.snippet and h.dense_score > 0 for h in hits)
+
+
+def test_paper_rows_are_kept_per_revision(tmp_path, monkeypatch):
+    settings = make_settings(tmp_path / "store")
+    store = Store(settings)
+    paper = lambda i, topic: Paper(paper_id=f"p{i}", title=f"A study of {topic}",  # noqa: E731
+                                   authors=[f"Author {i}"], abstract=f"We study {topic} in depth.")
+    store.upsert_papers([paper(1, "graph neural networks"), paper(2, "protein folding")])
+    store.finish_ingest()  # builds the rows and keeps them in cache/
+    assert (settings.store_dir / "cache" / "paper_vectors.npz").exists()
+    again = Store(settings)
+    monkeypatch.setattr(Store, "all_paper_vectors", lambda self: pytest.fail("rows not re-read"))
+    rows = again.paper_rows()
+    assert sorted(rows.ids) == ["p1", "p2"]
+    near = rows.search(again.embedder.get_query_embedding("protein structure prediction"), 2)
+    assert near[0][0] == "p2" and near[0][1] > near[1][1]
+    assert [pid for pid, _ in rows.search(rows.matrix[0], 2, allowed=frozenset({"p2"}))] == ["p2"]
+    monkeypatch.undo()
+    again.upsert_papers([paper(3, "sea ice")])
+    again.finish_ingest()  # a new revision: rebuilt with the new paper
+    assert sorted(again.paper_rows().ids) == ["p1", "p2", "p3"]

@@ -23,6 +23,16 @@ class Bm25Index:
         self.chunk_ids = chunk_ids
         self.paper_ids = np.array(paper_ids, dtype=object)
         self.stemmer = _stemmer()
+        self._rows_of: Optional[dict[str, list[int]]] = None  # paper id -> its chunks' rows
+
+    def chunk_rows(self, paper_id: str) -> list[int]:
+        """The rows (positions in chunk_ids and in `scores`) of a paper's chunks."""
+        if self._rows_of is None:
+            rows: dict[str, list[int]] = {}
+            for i, pid in enumerate(self.paper_ids):
+                rows.setdefault(pid, []).append(i)
+            self._rows_of = rows
+        return self._rows_of.get(paper_id, [])
 
     @classmethod
     def build(cls, chunk_ids: list[str], paper_ids: list[str], texts: list[str]) -> "Bm25Index":

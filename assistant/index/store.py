@@ -25,6 +25,7 @@ from .cache import GET_PAGE, CacheMixin
 from .chroma import StoreError, StoreMismatch, StoreUnavailable, chroma_errors, open_chroma_client  # noqa: F401
 from .chunking import Chunker, chunk_metadata, content_hash, embedding_text
 from .filtering import FilterIndex
+from .paper_vectors import PaperVectors
 from .papers import PaperTable
 from .sentences import SENTENCES_FILE, SentenceVectors, paper_sentences
 
@@ -89,6 +90,7 @@ class Store(CacheMixin):
         self._ingest_stats: Optional[CorpusStats] = None
         self._local = threading.local()  # .depth: this thread is inside request()
         self._sentence_vectors: Optional[SentenceVectors] = None
+        self._paper_rows: Optional[PaperVectors] = None
         if rebuild:  # `ingest --rebuild`: whatever model built the store, start it afresh
             self.delete_all()
         else:
@@ -283,6 +285,8 @@ class Store(CacheMixin):
         with self._lock:
             self._ensure_cache(force=True)
             self._write_manifest()
+            if self.settings.paper_weight > 0:
+                self.paper_rows()  # built now, so the first question after an ingest need not
 
     def delete_all(self) -> None:
         with self._lock:
@@ -435,6 +439,17 @@ class Store(CacheMixin):
         ids = list(owners_of)
         order = sorted(range(len(ids)), key=ids.__getitem__)
         return [ids[i] for i in order], unit_rows(sums[order])
+
+    def paper_rows(self) -> PaperVectors:
+        """Every paper's mean chunk vector for the paper side of hybrid search, for the current
+        revision (kept in cache/, built from Chroma's vectors when absent or stale)."""
+        with self._lock:
+            self._ensure_cache()
+            revision = self._cache_revision or ""
+            if self._paper_rows is None or self._paper_rows.revision != revision:
+                self._paper_rows = PaperVectors.load_or_build(self.cache_dir, revision,
+                                                              self.all_paper_vectors)
+            return self._paper_rows
 
     def chunk_texts(self, chunk_ids: list[str]) -> dict[str, str]:
         if not chunk_ids:
