@@ -274,7 +274,8 @@ def build_map(store, max_clusters: int, seed: int = 0, method: str = "tsne", thr
     with store.request():
         revision = store._cache_revision or store.revision()
         papers = store.papers()
-    ids, vectors = store.all_paper_vectors()
+    rows = store.paper_rows()  # the paper side's rows: read from Chroma once per revision
+    ids, vectors = rows.ids, rows.matrix
     keep = [i for i, pid in enumerate(ids) if pid in papers]  # chunks of a half-written paper
     if len(keep) != len(ids):
         ids, vectors = [ids[i] for i in keep], vectors[keep]

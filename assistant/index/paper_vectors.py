@@ -30,6 +30,7 @@ class PaperVectors:
         self.revision = revision
         self.ids = ids
         self.matrix = matrix
+        self.matrix.setflags(write=False)  # shared by search and the map: never changed in place
         self.row = {pid: i for i, pid in enumerate(ids)}
 
     @classmethod
