@@ -245,3 +245,7 @@ def test_paper_rows_are_kept_per_revision(tmp_path, monkeypatch):
     again.upsert_papers([paper(3, "sea ice")])
     again.finish_ingest()  # a new revision: rebuilt with the new paper
     assert sorted(again.paper_rows().ids) == ["p1", "p2", "p3"]
+    kept = settings.store_dir / "cache" / "paper_vectors.npz"
+    kept.write_bytes(b"PK\x03\x04 torn")  # a damaged file is rebuilt from Chroma, not an error
+    assert sorted(Store(settings).paper_rows().ids) == ["p1", "p2", "p3"]
+    assert not list(kept.parent.glob("*.tmp.npz"))

@@ -13,6 +13,7 @@ row mask, and there is no second index to keep in step with the chunks.
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -54,13 +55,13 @@ class PaperVectors:
                 if str(data["revision"]) != revision:
                     return None
                 return cls(revision, [str(i) for i in data["ids"]], data["matrix"])
-        except (OSError, KeyError, ValueError):
-            return None  # absent or damaged: rebuilt from Chroma, the source of truth
+        except Exception:  # absent, or damaged (a torn write, a bad zip): rebuilt from Chroma,
+            return None    # the source of truth
 
     def _save(self, path: Path) -> None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp.npz")
+            tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")  # one per writer process
             np.savez(tmp, revision=np.array(self.revision), ids=np.array(self.ids, dtype=str),
                      matrix=self.matrix)
             tmp.replace(path)
