@@ -18,6 +18,7 @@ import numpy as np
 
 from .config import Settings
 from .index import Store
+from .index.paper_vectors import PaperVectors
 from .tuning import load_tuned_alpha
 from .types import Filters, Hit
 
@@ -58,17 +59,19 @@ class Retriever:
                 return []
             chunks: dict[str, ChunkScore] = {}
             active = filters if allowed is not None else None  # None: no filter, or an empty one
-            bm25_scores = self._bm25_side(query, n, active, chunks) if mode in ("hybrid", "bm25") else None
+            bm25_scores = (self._bm25_side(query, n, active, chunks)
+                           if mode in ("hybrid", "bm25") else None)
             if mode not in ("hybrid", "dense"):
                 return self._fuse(chunks, k, mode, alpha)
             vector = self.embed_query(query)
             self._dense_side(vector, n, active, chunks)
             paper_side = mode == "hybrid" and self.settings.paper_weight > 0
-            if paper_side:
-                self._paper_side(vector, allowed, bm25_scores, chunks)
+            rows = self.store.paper_rows() if paper_side else None
+            if rows is not None:
+                self._paper_side(rows, vector, allowed, bm25_scores, chunks)
             self._read_unseen(vector, chunks)
-            papers = self.store.paper_rows().cosines(
-                vector, {c.paper_id for c in chunks.values()}) if paper_side else {}
+            pooled = {c.paper_id for c in chunks.values()}
+            papers = rows.cosines(vector, pooled) if rows is not None else {}
             return self._fuse(chunks, k, mode, alpha, papers)
 
     def _bm25_side(self, query: str, n: int, filters: Optional[Filters],
@@ -87,19 +90,19 @@ class Retriever:
             chunks[cid] = ChunkScore(cid, str(bm25.paper_ids[i]), bm25=float(scores[i]))
         return scores
 
-    def _paper_side(self, vector: np.ndarray, allowed: Optional[frozenset[str]],
-                    bm25_scores: Optional[np.ndarray],
+    def _paper_side(self, rows: PaperVectors, vector: np.ndarray,
+                    allowed: Optional[frozenset[str]], bm25_scores: np.ndarray,
                     chunks: dict[str, ChunkScore]) -> None:
         """The papers whose whole abstract (mean chunk vector) is nearest the question join the
-        pool with all their chunks, to be scored on both sides like the others."""
-        near = self.store.paper_rows().search(vector, self.settings.paper_candidates, allowed)
+        pool with all their chunks, to be scored on both sides like the others (`bm25_scores`:
+        every chunk's, from the BM25 side, which hybrid search always runs)."""
         pooled = {c.paper_id for c in chunks.values()}
         bm25 = self.store.bm25()
-        for pid, _ in near:
+        for pid, _ in rows.search(vector, self.settings.paper_candidates, allowed):
             if pid in pooled:
                 continue
             for i in bm25.chunk_rows(pid):
-                score = float(bm25_scores[i]) if bm25_scores is not None and bm25_scores.size else 0.0
+                score = float(bm25_scores[i])  # a paper's rows exist only where scores do
                 cid = bm25.chunk_ids[i]
                 chunks[cid] = ChunkScore(cid, pid, bm25=score if score > 0 else None)
 
@@ -110,8 +113,9 @@ class Retriever:
             entry.dense, entry.text = sim, text
 
     def _read_unseen(self, vector: np.ndarray, chunks: dict[str, ChunkScore]) -> None:
-        # Chunks the dense search did not return (found by BM25 or the paper side) still need a dense similarity (for the relevance gate)
-        # and their text (for snippets): one batched read from Chroma.
+        # Chunks the dense search did not return (found by BM25 or the paper side) still need a
+        # dense similarity (for the relevance gate) and their text (for snippets): one batched
+        # read from Chroma.
         missing = [c.chunk_id for c in chunks.values() if c.dense is None]
         if missing:
             res = self.store.collection.get(ids=missing, include=["embeddings", "documents"])
@@ -120,7 +124,8 @@ class Retriever:
                 chunks[cid].text = doc
 
     def _fuse(self, chunks: dict[str, ChunkScore], k: int, mode: str,
-              alpha: Optional[float] = None, papers: Optional[dict[str, float]] = None) -> list[Hit]:
+              alpha: Optional[float] = None,
+              papers: Optional[dict[str, float]] = None) -> list[Hit]:
         """`papers`: each pooled paper's whole-abstract cosine (the paper side; empty when off)."""
         if not chunks:
             return []

@@ -24,6 +24,12 @@ log = logging.getLogger(__name__)
 PAPER_VECTORS_FILE = "paper_vectors.npz"
 
 
+def unit_vector(vector: np.ndarray) -> np.ndarray:
+    """A query vector scaled to unit length, as float32 (a zero vector stays zero)."""
+    v = np.asarray(vector, dtype=np.float32)
+    return v / max(float(np.linalg.norm(v)), 1e-12)
+
+
 class PaperVectors:
     """Unit rows, one per paper, tagged with the store revision they were built from."""
 
@@ -74,8 +80,7 @@ class PaperVectors:
         (every paper when None)."""
         if not self.ids or n <= 0:
             return []
-        q = np.asarray(query_vector, dtype=np.float32)
-        sims = self.matrix @ (q / max(float(np.linalg.norm(q)), 1e-12))
+        sims = self.matrix @ unit_vector(query_vector)
         if allowed is not None:
             sims = np.where([pid in allowed for pid in self.ids], sims, -np.inf)
         n = min(n, len(self.ids))
@@ -88,6 +93,5 @@ class PaperVectors:
         rows = [(pid, self.row[pid]) for pid in paper_ids if pid in self.row]
         if not rows:
             return {}
-        q = np.asarray(query_vector, dtype=np.float32)
-        sims = self.matrix[[r for _, r in rows]] @ (q / max(float(np.linalg.norm(q)), 1e-12))
+        sims = self.matrix[[r for _, r in rows]] @ unit_vector(query_vector)
         return {pid: float(s) for (pid, _), s in zip(rows, sims)}

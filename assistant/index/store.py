@@ -25,7 +25,7 @@ from .cache import GET_PAGE, CacheMixin
 from .chroma import StoreError, StoreMismatch, StoreUnavailable, chroma_errors, open_chroma_client  # noqa: F401
 from .chunking import Chunker, chunk_metadata, content_hash, embedding_text
 from .filtering import FilterIndex
-from .paper_vectors import PaperVectors
+from .paper_vectors import PaperVectors, unit_vector
 from .papers import PaperTable
 from .sentences import SENTENCES_FILE, SentenceVectors, paper_sentences
 
@@ -356,8 +356,7 @@ class Store(CacheMixin):
         ids, papers, matrix = allowed
         if not ids:
             return []
-        q = np.asarray(query_vector, dtype=np.float32)
-        sims = matrix @ (q / max(float(np.linalg.norm(q)), 1e-12))
+        sims = matrix @ unit_vector(query_vector)
         top = np.argsort(-sims, kind="stable")[:n]
         texts = self.chunk_texts([ids[i] for i in top])
         return [(ids[i], papers[i], float(sims[i]), texts.get(ids[i], "")) for i in top]
