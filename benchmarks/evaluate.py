@@ -52,6 +52,9 @@ DEFAULT_SETS = {
     # a third blind round for the two larger corpora (2026-12-04), scored before any change for it
     "arxiv_math-reworded-3": ("arxiv_math", QUESTIONS / "arxiv_math_reworded_3.jsonl"),
     "ml_conf-reworded-3": ("ml_conf", QUESTIONS / "ml_conf_reworded_3.jsonl"),
+    # a fourth (2026-12-04, twentieth session), scored before any change for it
+    "arxiv_math-reworded-4": ("arxiv_math", QUESTIONS / "arxiv_math_reworded_4.jsonl"),
+    "ml_conf-reworded-4": ("ml_conf", QUESTIONS / "ml_conf_reworded_4.jsonl"),
     # blind: described comparisons, "those two", follow-ups about a paper in focus (details and
     # author counts), multi-part questions, comparisons with a side (or both) not in the corpus
     "seed-conversations": ("seed", QUESTIONS / "seed_conversations.jsonl"),
