@@ -103,8 +103,12 @@ class RelevancePolicy(BaseModel):
     reading_sentences: int = Field(
         3, description="Sentences of a candidate's abstract the model reads: those closest to the question.")
     reading_sure: Optional[float] = Field(
-        None, description="Gate probability at which the best candidate is cited unread. None: the "
-                          "gate's own threshold.")
+        0.9, description="Gate probability at which a question's best candidate is cited unread "
+                         "(a paper by an author the question names has 1.0). Below it the model "
+                         "reads, even above the gate's threshold: a question about a case the "
+                         "nearest paper does not treat shares most of its words. None: the gate's "
+                         "own threshold. A comparison's side described in words is read only "
+                         "below the gate's threshold.")
     summary_threshold: Optional[float] = Field(
         None, description="Probability a paper needs to join a summary whose best paper passed "
                           "`threshold`. None: the one shipped with the model, chosen for recall "

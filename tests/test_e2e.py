@@ -52,7 +52,7 @@ def _assert_grounded(answer):
 def test_local_model_streams_a_cited_answer(local_pa):
     events = list(local_pa.ask_stream("Which paper studies backdoor attacks in federated learning?"))
     kinds = [k for k, _ in events]
-    assert kinds[0] == "retrieved"
+    assert kinds[0] == "retrieved"  # the gate is sure enough (reading_sure): nothing to read
     answer = events[-1][1]
     # the lead naming the paper comes first, then checked prose sentence by sentence
     tokens = [payload for kind, payload in events[1:-1] if kind == "token"]
@@ -138,9 +138,12 @@ def test_local_model_abstains_out_of_corpus(local_pa):
 
 
 def test_openai_backend_against_a_live_server(seed_assistant, openai_server):
+    # the answer's path through the server; the test server's 135M model is no reader (its
+    # reading is tested below), so an answer the gate is sure of stands unread here
+    relevance = seed_assistant.settings.relevance.model_copy(update={"reading_sure": None})
     settings = seed_assistant.settings.model_copy(update={
         "llm_backend": "openai", "llm_base_url": openai_server, "llm_model": "smollm2",
-        "llm_api_key": None, "llm_timeout": 120})
+        "llm_api_key": None, "llm_timeout": 120, "relevance": relevance})
     pa = PaperAssistant(settings, store=seed_assistant.store)
     events = list(pa.ask_stream("What is Top-W?"))
     answer = events[-1][1]

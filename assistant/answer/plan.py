@@ -189,7 +189,7 @@ class Planner:
             return None
         if judged and judged[0].paper.paper_id == paper.paper_id:
             return paper
-        if judged and judged[0].p >= (self.policy.reading_sure or self.judge.threshold):
+        if judged and judged[0].p >= self.judge.threshold:
             return None  # the gate is sure of another paper: a new question, nothing to read
         if q.focus == "focus":  # "how big is the training data?"
             return paper
@@ -212,10 +212,12 @@ class Planner:
         label, p = best(focus_model(), self._message_vector(message))
         return (p if label == "focus" else 1 - p), at
 
-    def _chosen(self, question: str, judged: list[Judged], singular: bool,
-                plural: bool) -> tuple[list[Judged], Optional[Read]]:
-        """The papers that answer a question, and the model's reading when it read them."""
-        reading = self._read(question, judged)
+    def _chosen(self, question: str, judged: list[Judged], singular: bool, plural: bool,
+                sure: Optional[float] = None) -> tuple[list[Judged], Optional[Read]]:
+        """The papers that answer a question, and the model's reading when it read them. `sure`:
+        the gate probability at which the best candidate is taken unread (default: the policy's
+        reading_sure, or the gate's threshold when that is None)."""
+        reading = self._read(question, judged, sure or self.policy.reading_sure or self.judge.threshold)
         if reading is not None:  # the model read the candidates: the reading judges
             return self.judge.choose(reading.accepted, singular, plural, reading.threshold), reading
         return self.judge.choose(judged, singular, plural), None
@@ -244,10 +246,10 @@ class Planner:
                 found.missing.append(part.text)
         return found
 
-    def _read(self, question: str, judged: list[Judged]) -> Optional[Read]:
+    def _read(self, question: str, judged: list[Judged], sure: float) -> Optional[Read]:
         """The model's reading of the best candidates, unless the gate is sure of the best one
-        (or no model can read, or the floor refuses: then the gate alone judges)."""
-        sure = self.policy.reading_sure or self.judge.threshold
+        (its p reaches `sure`), no model can read, or the floor refuses: then the gate alone
+        judges."""
         if not judged or judged[0].p >= sure:
             return None
         reader = self._reader_for(judged, judged[: self.policy.reading_papers])
@@ -500,7 +502,8 @@ class Planner:
         # unsure, as for a question. The user's word that the paper exists lowers the bar: with
         # no model to read, membership (the summary threshold) is enough; with a reading, its
         # best paper at the described-side threshold (not for a work cited from elsewhere)
-        accepted, reading = self._chosen(target, judged, singular=False, plural=True)
+        accepted, reading = self._chosen(target, judged, singular=False, plural=True,
+                                         sure=self.judge.threshold)
         if not accepted and reading is None:
             accepted = self.judge.relevant(judged, self.judge.summary_threshold)
         elif not accepted and asserted and describes_a_paper_here(target):
