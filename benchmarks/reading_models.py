@@ -14,17 +14,18 @@ do not depend on the reading model, so `compare` judges them again with each mod
 answerable questions whose paper is cited, wrong papers, out-of-corpus questions refused. For
 the model that ran the collection its simulated decisions must equal what was cited (printed as
 "mismatches"). `threshold` chooses the shipped weights' threshold on the collected questions
-(the most right answers minus wrong papers and answered out-of-corpus questions). Multi-part questions (several judgements) keep what was cited for every model.
+(the most right answers minus wrong papers and answered out-of-corpus questions). Multi-part
+questions (several judgements) keep what was cited for every model.
 Questions are appended to benchmarks/.stores/reading_models.jsonl, or $READING_MODELS_OUT (an
 interrupted run resumes).
 """
 from __future__ import annotations
 
 import collections
-from dataclasses import replace
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -81,7 +82,9 @@ def collect(sets: list[str]) -> None:
 def decided(model, item: dict) -> list[str]:
     """What `model` would cite: the read candidates that reach its threshold, best first (as
     Reader.read accepts them); what was cited when the model did not decide (the gate was sure,
-    nothing was read, several parts)."""
+    nothing was read, several parts). Judge.choose may then keep fewer (one for a singular
+    question, close seconds for others), which the collection does not record: those questions
+    count among the mismatches."""
     calls = item["calls"]
     if len(calls) != 1 or "read" not in calls[0]:
         return item["cited"]
