@@ -105,6 +105,27 @@ def test_grounder_keeps_supported_drops_unsupported_and_repoints(pa):
     assert "[7]" not in g.text and g.removed_markers >= 1
 
 
+def test_a_marker_standing_for_a_paper_stays_where_it_was_written(pa):
+    # "The authors of [1] provide …" with the marker moved to the end read "The authors of
+    # provide … [1]" (a hole, seen in a comparison's prose); it stays in place, and a sentence
+    # that names a paper the check does not back is dropped whole
+    grounder = Grounder(pa.engine.embed)
+    sources = _sources(pa, "Arash Gholamidavoodi", "Jiayi Zhang")
+    g = grounder.check("The authors of [1] propose a geometry-aware truncation rule that uses "
+                       "Wasserstein distance.", sources)
+    assert g.text.startswith("The authors of [1] propose") and g.text.endswith("distance.")
+    assert g.kept[0].plain().startswith("The authors of [1] propose")
+    moved = grounder.check("Top-W is a geometry-aware truncation rule that uses Wasserstein "
+                           "distance [1].", sources)
+    assert moved.text.endswith("Wasserstein distance [1].")  # an ordinary marker: unchanged
+    wrong = grounder.check("The authors of [2] propose a geometry-aware truncation rule that "
+                           "uses Wasserstein distance.", sources)  # that is paper 1's claim
+    assert wrong.text == "" and wrong.dropped[0][1] == "marker as a word"
+    unknown = grounder.check("As shown in [7], Top-W is a geometry-aware truncation rule that "
+                             "uses Wasserstein distance [1].", sources)
+    assert unknown.text == "" and "[7]" not in unknown.text
+
+
 def test_grounder_rejects_a_number_the_source_never_states(pa):
     grounder = Grounder(pa.engine.embed)
     paper = _sources(pa, "Arash Gholamidavoodi")[0].paper

@@ -72,21 +72,25 @@ class Verdict:
 
     claim: str
     markers: list[int]
-    why: str = ""  # "", "unfinished", "filler", "unsupported"
+    why: str = ""  # "", "unfinished", "filler", "unsupported", "marker as a word"
     repointed: bool = False
     removed: int = 0  # markers that named no source of this turn
     evidence: dict[int, str] = field(default_factory=dict)
+    written: str = ""  # the sentence with its markers in place, when one stands for a noun
 
     @property
     def kept(self) -> bool:
         return not self.why
 
     def text(self) -> str:
+        if self.written:
+            return fix_spacing(self.written)
         return fix_spacing(self.claim.rstrip() + " " + "".join(f"[{n}]" for n in self.markers))
 
     def plain(self) -> str:
-        """The sentence as shown, without its markers."""
-        return fix_spacing(self.claim)
+        """The sentence as shown, without its markers (with them where one stands for a noun)."""
+        return fix_spacing(self.written or self.claim)
+
 
 
 # "A does X [1], while B does Y [2]": each side of a contrast is a claim of its own, about its
@@ -168,6 +172,19 @@ class Grounder:
             v.markers += [n for n in markers if n not in v.markers]
             v.repointed |= repointed
             v.evidence.update(evidence)
+        if NOUN_MARKER_RE.search(sentence):
+            return self._marker_as_noun(v, sentence, cited)
+        return v
+
+    @staticmethod
+    def _marker_as_noun(v: Verdict, sentence: str, cited: list[int]) -> Verdict:
+        """A sentence that names a paper by its marker ("The authors of [1] show …") is shown
+        as written, markers in place: taken out, they would leave a hole. Only when the check
+        backs exactly the papers it names; naming another (re-pointed) or none, it is dropped."""
+        if v.repointed or v.removed or set(v.markers) != set(cited):
+            v.markers, v.why, v.evidence = [], "marker as a word", {}
+        else:
+            v.written = sentence
         return v
 
     def _claim(self, part: str, by_n: dict[int, Source], allowed: frozenset[str]):
@@ -208,6 +225,11 @@ class Grounder:
         result.text = " ".join(kept)
         return result
 
+
+# A marker standing where a noun belongs: after a preposition or a conjunction ("The authors
+# of [1] show …", "as reported in [2].", "both [1] and [2] use …").
+NOUN_MARKER_RE = re.compile(r"\b(?:of|in|by|from|than|to|with|and|or|see|between|like|unlike|versus|vs\.?)"
+                            r"\s+\[\d", re.I)
 
 # The labels of a source block in the prompt (compose.source_block): a sentence that starts
 # with one copies the prompt back instead of restating a line.
