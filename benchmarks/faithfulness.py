@@ -1,7 +1,7 @@
 """Are the sentences a user is shown backed by the papers they cite? Summaries, overviews and
 comparisons, the model's prose after the check, labelled blind.
 
-    .venv/bin/python benchmarks/faithfulness.py generate --tag before --out DIR
+    .venv/bin/python benchmarks/faithfulness.py generate --tag before --out DIR [--questions second]
     (a session that sees only DIR/label_view.jsonl labels it: DIR/labels.jsonl)
     .venv/bin/python benchmarks/faithfulness.py score --out DIR
 
@@ -53,20 +53,32 @@ SEED_EXTRA = ["What are the main themes in this collection?",
 ML_EXTRA = ["Summarize the papers on adversarial robustness.",
             "What does this collection say about graph neural networks?",
             "Give me an overview of exploration in reinforcement learning."]
-PER_FILE = {"seed": [("seed_field_summaries.jsonl", 6), ("seed_test.jsonl", 3), ("seed_compare_dev.jsonl", 6)],
-            "ml_conf": [("ml_conf_dev.jsonl", 3), ("ml_conf_test.jsonl", 3), ("ml_conf_compare_dev.jsonl", 6)]}
+# (file, first, stop) of the single-turn answerable summaries and comparisons of each file.
+# "first": the 34 questions of the first two labelled rounds; "second": other questions of the
+# same blind sets (none asked in the first), for a new round of more than 150 shown sentences.
+QUESTION_SETS = {
+    "first": {"seed": [("seed_field_summaries.jsonl", 0, 6), ("seed_test.jsonl", 0, 3),
+                       ("seed_compare_dev.jsonl", 0, 6)],
+              "ml_conf": [("ml_conf_dev.jsonl", 0, 3), ("ml_conf_test.jsonl", 0, 3),
+                          ("ml_conf_compare_dev.jsonl", 0, 6)]},
+    "second": {"seed": [("seed_field_summaries_2.jsonl", 0, 8), ("seed_field_summaries_4.jsonl", 0, 6),
+                        ("seed_compare_dev.jsonl", 6, 13), ("seed_test.jsonl", 3, 10)],
+               "ml_conf": [("ml_conf_compare_dev.jsonl", 6, 16), ("ml_conf_dev.jsonl", 3, 10),
+                           ("ml_conf_test.jsonl", 3, 10)]},
+}
 PROSE_HEADINGS = ("**Synthesis.** ", "**In short.** ")
 MARKER = re.compile(r"\[(\d+(?:\s*[,;–-]\s*\d+)*)\]")
 
 
-def questions(corpus: str) -> list[tuple[str, str]]:
-    """(kind, question) for the corpus: summaries and comparisons, single turn, answerable."""
+def questions(corpus: str, question_set: str = "first") -> list[tuple[str, str]]:
+    """(kind, question) for the corpus: the issue's examples, then summaries and comparisons
+    of the blind sets (single turn, answerable) as QUESTION_SETS[question_set] picks them."""
     extra = SEED_EXTRA if corpus == "seed" else ML_EXTRA
     out = [("extra", q) for q in extra]
-    for name, n in PER_FILE[corpus]:
+    for name, first, stop in QUESTION_SETS[question_set][corpus]:
         rows = [r for r in read_jsonl(QUESTIONS / name)
                 if r.get("kind") in ("summary", "compare") and len(r["turns"]) == 1 and r.get("expect")]
-        out += [(r["kind"], r["turns"][0]) for r in rows[:n]]
+        out += [(r["kind"], r["turns"][0]) for r in rows[first:stop]]
     return out
 
 
@@ -100,7 +112,7 @@ def generate(args) -> None:
     done = {r["question"] for r in read_jsonl(answers_path)} if answers_path.exists() else set()
     for corpus in args.corpora:
         pa = open_corpus(corpus, backend="local", llm_timeout=600)
-        for kind, question in questions(corpus):
+        for kind, question in questions(corpus, args.questions):
             if question in done:
                 continue
             t0 = time.perf_counter()
@@ -187,6 +199,8 @@ def main() -> None:
     g.add_argument("--tag", required=True)
     g.add_argument("--code", help="a checkout of another version to answer with")
     g.add_argument("--corpora", nargs="+", default=["seed", "ml_conf"])
+    g.add_argument("--questions", choices=sorted(QUESTION_SETS), default="first",
+                   help="which questions of the blind sets (QUESTION_SETS)")
     g.add_argument("--out", default=str(ROOT / "benchmarks" / "faithfulness"))
     v = sub.add_parser("view")
     v.add_argument("--out", default=str(ROOT / "benchmarks" / "faithfulness"))
