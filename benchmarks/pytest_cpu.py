@@ -3,8 +3,8 @@ CPU seconds of the pytest process and of its reaped child processes (servers, mo
 
     PYTHONPATH=benchmarks .venv/bin/python -m pytest -q -p no:cacheprovider -p pytest_cpu [-m ...]
 
-At the end it prints the totals and the test files by wall time, and writes every test's row to
-$PYTEST_CPU_OUT (default: pytest-cpu.json in the current folder). A child's CPU is counted when
+At the end it prints the totals and the test files by wall time; with $PYTEST_CPU_OUT set, it
+also writes every test's row there (JSON: node id, wall, CPU in pytest, CPU in children). A child's CPU is counted when
 it is reaped, so a server started by a fixture counts toward the test that stops it. Run it on
 a quiet machine: the suite is CPU-bound on two cores (docs/benchmarks.md).
 """
@@ -49,5 +49,7 @@ def pytest_terminal_summary(terminalreporter):
           f"in pytest + {sum(r[3] for r in _rows):.0f} s in child processes")
     for name, (wall, own, children, n) in sorted(files.items(), key=lambda kv: -kv[1][0])[:20]:
         write(f"  {name:<36} {n:>4} tests  wall {wall:6.1f} s  CPU {own:6.1f} s + {children:6.1f} s")
-    with open(os.environ.get("PYTEST_CPU_OUT", "pytest-cpu.json"), "w") as f:
-        json.dump(_rows, f)
+    out = os.environ.get("PYTEST_CPU_OUT")
+    if out:  # never a file left in the checkout unasked
+        with open(out, "w") as f:
+            json.dump(_rows, f)

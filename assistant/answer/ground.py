@@ -92,7 +92,6 @@ class Verdict:
         return fix_spacing(self.written or self.claim)
 
 
-
 # "A does X [1], while B does Y [2]": each side of a contrast is a claim of its own, about its
 # own paper. Checked whole, the true half carried the invented one past the check.
 CONTRAST_RE = re.compile(r",?\s+(?:while|whereas)\s+|;\s+|,\s+but\s+", re.I)
@@ -229,7 +228,7 @@ class Grounder:
 # A marker standing where a noun belongs: after a preposition or a conjunction ("The authors
 # of [1] show …", "as reported in [2].", "both [1] and [2] use …").
 NOUN_MARKER_RE = re.compile(r"\b(?:of|in|by|from|than|to|with|and|or|see|between|like|unlike|versus|vs\.?)"
-                            r"\s+\[\d", re.I)
+                            rf"\s+{MARKER_RE.pattern}", re.I)
 
 # The labels of a source block in the prompt (compose.source_block): a sentence that starts
 # with one copies the prompt back instead of restating a line.
