@@ -256,6 +256,10 @@ class Settings(BaseSettings):
     temperature: float = 0.1
     n_ctx: int = 4096
     n_threads: int = 0  # 0: all cores
+    lookup_draft: int = Field(
+        3, ge=0, le=16, description="Tokens the local model is offered per step from the text it "
+        "was given (prompt-lookup decoding, llm/lookup.py): the same answer in fewer steps. "
+        "0: one token a step.")
     # Several users on the local model: N > 0 serves it with llama.cpp's own llama-server, started
     # as a child process with N parallel slots (continuous batching; each gets llm_server_slot_ctx tokens),
     # used through the OpenAI-compatible client; requests beyond the slots wait in a visible

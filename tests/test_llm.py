@@ -205,3 +205,56 @@ def test_prompt_longer_than_context_is_a_backend_error(smol):
     with pytest.raises(BackendError, match="context"):
         list(stream_chat_text(smol, too_long))
     assert "".join(stream_chat_text(smol, MESSAGES)).strip()  # lock released, model fine
+
+
+# ------------------------------------------------------------ prompt-lookup decoding (lookup.py)
+def test_lookup_proposes_what_followed_the_latest_ngram():
+    from assistant.llm.lookup import propose
+
+    tokens = [5, 6, 7, 8, 9, 1, 6, 7, 2, 3, 6, 7]
+    assert propose(tokens, ngram=2, draft=3) == [2, 3, 6]  # the latest earlier "6 7"
+    assert propose([1, 2, 3, 4, 2], ngram=3, draft=2) == [3, 4]  # down to one token
+    assert propose([1, 2, 3], ngram=3, draft=2) == []  # nothing to copy from
+
+
+def test_lookup_text_keeps_whole_characters_and_never_shows_a_stop_string():
+    from assistant.llm.lookup import _Text
+
+    text = _Text(["<|end|>"])
+    out = [text.add(b) for b in (b"caf", "é".encode()[:1], "é".encode()[1:], b" ok <|e", b"nd|> never")]
+    assert "".join(out) == "café ok " and text.stopped and text.end() == ""
+    held = _Text(["STOP"])
+    assert held.add(b"one ST") == "one " and held.end() == "ST"  # "ST" could have begun "STOP"
+
+
+@needs_smol
+def test_prompt_lookup_writes_the_same_text_in_fewer_steps(smol, monkeypatch):
+    from assistant.llm import lookup
+
+    steps = []
+    real_step = lookup._step
+    monkeypatch.setattr(lookup, "_step", lambda llama, batch: steps.append(len(batch)) or real_step(llama, batch))
+    llama = smol.load()
+    source = "The Top-W rule keeps the standard truncation-and-sampling interface unchanged."
+    prompt = llama.tokenize(f"<|im_start|>user\nRepeat exactly: {source}<|im_end|>\n<|im_start|>assistant\n"
+                            .encode(), special=True)
+    greedy = lookup.Sampling(temperature=0.0)
+    one = "".join(lookup.generate(llama, prompt, max_tokens=24, sampling=greedy, draft=0))
+    one_steps, steps[:] = len(steps), []
+    drafted = "".join(lookup.generate(llama, prompt, max_tokens=24, sampling=greedy, draft=3))
+    assert drafted == one and "Top-W" in one
+    assert max(steps) > 1 and len(steps) < one_steps  # several tokens a step, fewer steps
+    assert llama.n_tokens < len(prompt) + 24  # the cache holds the prompt and the reply, no rejected draft
+
+
+@needs_smol
+def test_a_reading_after_a_drafted_reply_reads_as_on_a_fresh_cache(smol):
+    from assistant.llm.local import _choice_probabilities
+
+    llama = smol.load()
+    question = "<|im_start|>user\nIs Paris in France? Answer yes or no.<|im_end|>\n<|im_start|>assistant\n"
+    llama.n_tokens = 0  # nothing cached
+    fresh = _choice_probabilities(llama, question, ["yes", "no"])
+    "".join(stream_chat_text(smol, MESSAGES))  # a drafted reply moves the cache on
+    again = _choice_probabilities(llama, question, ["yes", "no"])
+    assert again == pytest.approx(fresh, abs=1e-3)

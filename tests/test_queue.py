@@ -217,6 +217,13 @@ def test_llama_server_child_slots_queue_visibly_and_stop():
     long = [{"role": "user", "content": "The quick brown fox jumps over the lazy dog. " * 150}]
     with pytest.raises(BackendError, match="context size"):
         list(stream_chat_events(llm, long))
+    # prompt-lookup decoding, as in-process (lookup_draft): tokens proposed from the prompt
+    import httpx
+
+    line = "The Top-W rule keeps the standard truncation-and-sampling interface unchanged.\n"
+    done = httpx.post(server.base_url.removesuffix("/v1") + "/completion", timeout=120, json={
+        "prompt": line * 3, "n_predict": 24, "temperature": 0}).json()
+    assert done["timings"].get("draft_n", 0) > 0, done["timings"]
     server.stop()
     assert not server.alive()
 

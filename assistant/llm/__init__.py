@@ -91,6 +91,7 @@ def make_llm(settings: "Settings") -> Optional[LLM]:
             max_tokens=settings.max_tokens,
             temperature=settings.temperature,
             timeout=settings.llm_timeout,
+            lookup_draft=settings.lookup_draft,
         )
     raise ValueError(f"unknown llm_backend {backend!r}")
 

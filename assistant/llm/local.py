@@ -28,6 +28,8 @@ from llama_index.core.llms import CustomLLM
 from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
 
 from .errors import INSTALL_HINT, BackendError, BackendTimeout, ModelUnavailable
+from .lookup import Sampling
+from .lookup import generate as lookup_generate
 from .turns import Turns, TurnTimeout
 
 log = logging.getLogger(__name__)
@@ -122,14 +124,22 @@ def _close_models() -> None:
         _MODELS_LOCK.release()
 
 
-def _chat_prompt(llama: Any, messages: Sequence[dict]) -> str:
-    """The messages in the model's chat format, ending where the assistant's reply begins."""
+def _template_tokens(llama: Any) -> tuple[str, str, str]:
+    """The GGUF's chat template and its end and begin tokens, as the formatter takes them."""
     template = llama.metadata.get("tokenizer.chat_template")
     if template is None:
-        raise ValueError("the model has no chat template to score replies with")
+        raise ValueError("the model has no chat template")
     token = lambda i: llama.detokenize([i], special=True).decode("utf-8", "ignore")  # noqa: E731
-    formatter = _chat_formatter(template, token(llama.token_eos()), token(llama.token_bos()))
-    return formatter(messages=list(messages)).prompt
+    return template, token(llama.token_eos()), token(llama.token_bos())
+
+
+def _chat_prompt(llama: Any, messages: Sequence[dict]) -> str:
+    """The messages in the model's chat format, ending where the assistant's reply begins."""
+    return _chat_formatter(*_template_tokens(llama))(messages=list(messages)).prompt
+
+
+def _as_list(stop: Any) -> list[str]:
+    return [] if stop is None else [stop] if isinstance(stop, str) else list(stop)
 
 
 @lru_cache(maxsize=4)
@@ -187,9 +197,9 @@ def _message_dicts(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
 class LocalLlamaCPP(CustomLLM):
     """A GGUF run in-process by llama.cpp, behind llama-index's ``LLM`` interface.
 
-    Chat goes through ``Llama.create_chat_completion``, i.e. the chat template stored in the
-    GGUF's own metadata (``tokenizer.chat_template``; ChatML for Qwen2.5), not llama-index's
-    generic prompt format. The model is loaded lazily (or via :meth:`load`) and shared per
+    Chat is formatted by the chat template stored in the GGUF's own metadata
+    (``tokenizer.chat_template``; ChatML for Qwen2.5), not llama-index's generic prompt format,
+    and written by prompt-lookup decoding (llm/lookup.py). The model is loaded lazily (or via :meth:`load`) and shared per
     process; one generation at a time holds its lock, others queue in arrival order (each waits
     at most ``timeout`` seconds for its turn, then generates for at most ``timeout`` seconds).
     While a streamed call waits, its stream reports how many are ahead of it (:class:`Waiting`).
@@ -202,6 +212,8 @@ class LocalLlamaCPP(CustomLLM):
     temperature: float = Field(default=0.1, ge=0.0)
     timeout: float = Field(default=120.0, gt=0, description="Wall-time limit in seconds.")
     stop: list[str] = Field(default_factory=list)
+    lookup_draft: int = Field(default=3, ge=0, description="Tokens proposed per step from the "
+                              "prompt (llm/lookup.py); 0: one token a step.")
 
     _loaded: Optional[_LoadedModel] = PrivateAttr(default=None)
 
@@ -319,7 +331,25 @@ class LocalLlamaCPP(CustomLLM):
             loaded.lock.release()
 
     def _chat_deltas(self, messages: Sequence[ChatMessage], **kwargs: Any) -> Iterator[Any]:
-        params = self._gen_params(kwargs)
+        """The reply to `messages`, formatted by the GGUF's own chat template (as
+        ``create_chat_completion`` formats them) and written by prompt-lookup decoding."""
+        llama = self.load()
+        if "tokenizer.chat_template" not in llama.metadata:
+            return self._chat_deltas_by_format(messages, **kwargs)
+        try:
+            formatted = _chat_formatter(*_template_tokens(llama))(messages=_message_dicts(messages))
+        except ValueError as exc:
+            raise BackendError(f"local model failed: {exc}") from exc
+        prompt = llama.tokenize(formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special,
+                                special=True)
+        stop = [*(kwargs.get("stop", self.stop) or []), *_as_list(formatted.stop)]
+        return self._generate(lambda llama: self._lookup(llama, prompt, stop, kwargs), str)
+
+    def _chat_deltas_by_format(self, messages: Sequence[ChatMessage], **kwargs: Any) -> Iterator[Any]:
+        """A GGUF without a chat template: llama-cpp-python's format for it, one token a step."""
+        params = {"max_tokens": kwargs.get("max_tokens", self.max_tokens),
+                  "temperature": kwargs.get("temperature", self.temperature),
+                  "stop": kwargs.get("stop", self.stop) or None}
 
         def make(llama: Any) -> Iterable[dict]:
             return llama.create_chat_completion(messages=_message_dicts(messages), stream=True, **params)
@@ -327,19 +357,16 @@ class LocalLlamaCPP(CustomLLM):
         return self._generate(make, lambda c: (c["choices"][0].get("delta") or {}).get("content") or "")
 
     def _raw_deltas(self, prompt: str, **kwargs: Any) -> Iterator[Any]:
-        params = self._gen_params(kwargs)
+        """The continuation of `prompt`, already in the model's format."""
+        llama = self.load()
+        tokens = llama.tokenize(prompt.encode("utf-8"), special=True)
+        stop = list(kwargs.get("stop", self.stop) or [])
+        return self._generate(lambda llama: self._lookup(llama, tokens, stop, kwargs), str)
 
-        def make(llama: Any) -> Iterable[dict]:
-            return llama.create_completion(prompt=prompt, stream=True, **params)
-
-        return self._generate(make, lambda c: c["choices"][0].get("text") or "")
-
-    def _gen_params(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "max_tokens": kwargs.get("max_tokens", self.max_tokens),
-            "temperature": kwargs.get("temperature", self.temperature),
-            "stop": kwargs.get("stop", self.stop) or None,
-        }
+    def _lookup(self, llama: Any, prompt: list[int], stop: list[str], kwargs: dict) -> Iterator[str]:
+        sampling = Sampling(temperature=kwargs.get("temperature", self.temperature))
+        return lookup_generate(llama, prompt, max_tokens=kwargs.get("max_tokens", self.max_tokens),
+                               sampling=sampling, stop=stop, draft=self.lookup_draft)
 
     # -- llama-index interface
     @llm_chat_callback()

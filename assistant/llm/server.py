@@ -185,6 +185,15 @@ class LlamaServer:
 
 
 # ----------------------------------------------------------------- the backend over the child
+def lookup_args(draft: int) -> list[str]:
+    """llama-server's own prompt-lookup decoding, as the in-process model does it (llm/lookup.py):
+    `draft` tokens proposed after a matching 3-gram of the prompt or the reply so far."""
+    if draft <= 0:
+        return []
+    return ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "3",
+            "--spec-ngram-simple-size-m", str(draft)]
+
+
 _SERVERS: dict[tuple, LlamaServer] = {}
 _SERVERS_LOCK = threading.Lock()
 
@@ -196,12 +205,14 @@ def _server_for(settings: "Settings", model_path: Path) -> LlamaServer:
             "llm_server_parallel is set but llama-server is not built (make llama-tools, or set "
             f"{LLAMA_BIN_ENV} to the folder holding it); or set llm_server_parallel=0")
     n = settings.llm_server_parallel
-    key = (str(model_path), n, settings.llm_server_slot_ctx, settings.n_threads, str(tools))
+    key = (str(model_path), n, settings.llm_server_slot_ctx, settings.n_threads, str(tools),
+           settings.lookup_draft)
     with _SERVERS_LOCK:
         server = _SERVERS.get(key)
         if server is None or not server.alive():
             server = LlamaServer(tools / "llama-server", model_path, parallel=n,
-                                 n_ctx=settings.llm_server_slot_ctx * n, threads=settings.n_threads).start()
+                                 n_ctx=settings.llm_server_slot_ctx * n, threads=settings.n_threads,
+                                 extra_args=lookup_args(settings.lookup_draft)).start()
             _SERVERS[key] = server
         return server
 
