@@ -563,3 +563,24 @@ def test_a_summary_asks_one_sentence_per_paper_each_theme_first(pa):
     assert asked[: len(firsts)] == firsts
     assert len(asked) == max(len(firsts), min(3, len(answer.citations)))
     assert "one sentence that starts with the paper's name" in prompt
+
+
+def test_the_model_is_never_asked_to_start_a_sentence_with_a_cut_label():
+    # A seed paper's label is its first sentence cut short; asked to start its sentence with it,
+    # the model finished it in words of its own ("feature selection, and model selection" for
+    # "feature selection, and graphical modeling"). It gets the first author's name instead.
+    from assistant.answer.compose import compare_prompt, prompt_name, summary_prompt
+
+    abstract = ("Conditional independence (CI) is central to causal inference, feature selection, and "
+                "graphical modeling, yet it is untestable in many settings. We learn representations.")
+    cut = Paper(paper_id="ci", title="Conditional independence (CI) is central to causal inference, feature selection…",
+                authors=["Alek Fröhlich", "Massimiliano Pontil"], abstract=abstract, title_is_derived=True)
+    named = Paper(paper_id="tw", title="Top-W: geometry-aware truncation rule", authors=["Arash Gholamidavoodi"],
+                  abstract="Top-W is a truncation rule.", title_is_derived=True)
+    alone = cut.model_copy(update={"authors": ["Alek Fröhlich"]})
+    assert prompt_name(cut) == "Fröhlich et al." and prompt_name(alone) == "Fröhlich"
+    assert prompt_name(named) == "Top-W"  # a method's name is no sentence to finish
+    sources = [Source(1, cut, split_sentences(abstract)), Source(2, named, ["Top-W is a truncation rule."])]
+    for prompt in (compare_prompt(sources), summary_prompt(sources)):
+        assert "[1] Fröhlich et al." in prompt and "[2] Top-W" in prompt
+        assert "[1] Conditional independence" not in prompt

@@ -63,7 +63,7 @@ def unanswered_parts(parts: list[str], sources: list[Source]) -> list[str]:
 def summary_prompt(papers: list[Source]) -> str:
     """One sentence per paper (`prose_papers`), restating that paper's lines: no sentence
     speaks for several papers at once (a small model's cross-paper synthesis misattributes)."""
-    names = "; ".join(f"[{s.n}] {short_name(s.paper)}" for s in papers)
+    names = "; ".join(f"[{s.n}] {prompt_name(s.paper)}" for s in papers)
     return render("summary", sources=sources_text(papers), names=names)
 
 
@@ -76,7 +76,7 @@ def prose_papers(themes: list[tuple[str, list[Source]]], least: int) -> list[Sou
 
 
 def compare_prompt(sources: list[Source]) -> str:
-    names = " and ".join(f"[{s.n}] {short_name(s.paper)}" for s in sources)
+    names = " and ".join(f"[{s.n}] {prompt_name(s.paper)}" for s in sources)
     return render("compare", sources=sources_text(sources), names=names)
 
 
@@ -89,6 +89,17 @@ def short_name(paper: Paper) -> str:
             if 1 <= len(head.split()) <= 5:
                 return head
     return shorten(title, 8)
+
+
+def prompt_name(paper: Paper) -> str:
+    """The name the model starts a paper's sentence with: its short name, unless that is a
+    sentence of the abstract cut short ("… central to causal inference, feature selection…"),
+    which the model would go on to finish in words of its own; then its first author's."""
+    name = short_name(paper)
+    if not (paper.title_is_derived and name.endswith("…")) or not paper.authors:
+        return name
+    surname = paper.authors[0].split()[-1]
+    return surname if len(paper.authors) == 1 else f"{surname} et al."
 
 
 def aspect_sentences(paper: Paper) -> dict[str, str]:
