@@ -28,7 +28,9 @@ mention mentions discuss discusses involve involves involving apply applies appl
 """.split())
 
 TERM_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9]*(?:[-'][A-Za-z0-9]+)*")
-SENT_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[$\"“])")
+# not after an abbreviation's period: "740 vs. 1020 GB/s", "Smith et al. (2020)", "Fig. 3"
+SENT_SPLIT_RE = re.compile(r"(?<=[.!?])(?<!\bvs\.)(?<!\bal\.)(?<!\bcf\.)(?<!\bFig\.)(?<!\bEq\.)"
+                           r"(?<!\be\.g\.)(?<!\bi\.e\.)\s+(?=[A-Z0-9(\[$\"“])")
 DASHES_RE = re.compile(r"[\u2010-\u2015-]+")
 
 

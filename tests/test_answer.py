@@ -137,6 +137,19 @@ def test_grounder_rejects_a_number_the_source_never_states(pa):
     assert bad.text == "" and bad.unsupported == 1
 
 
+def test_grounder_rejects_the_baseline_figure_credited_to_the_paper(pa):
+    # "reduces … decode bandwidth (e.g., 740 vs. 1020 GB/s on 70B)": 1020 is what Proteus is
+    # compared with; the model wrote "Proteus evaluates 1020 GB/s on 70B"
+    grounder = Grounder(pa.engine.embed)
+    paper = _sources(pa, "Zhengwu Yang")[0].paper
+    stating = [s for s in split_sentences(paper.abstract) if "1020" in s]
+    sources = [Source(1, paper, stating)]
+    assert grounder.check("Proteus evaluates 1020 GB/s on 70B [1].", sources).text == ""
+    kept = grounder.check("Proteus reduces end-to-end decode bandwidth at comparable throughput, "
+                          "740 vs. 1020 GB/s on 70B [1].", sources)
+    assert "[1]" in kept.text  # both sides of the comparison: as the abstract says it
+
+
 # ---------------------------------------------------------------- intents (no model)
 def test_question_cites_the_right_paper(pa):
     answer = pa.ask("Which paper studies backdoor attacks in federated learning?")

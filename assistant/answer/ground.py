@@ -145,7 +145,9 @@ class Grounder:
         own = claim_stems - allowed - ANSWER_FRAMING
         content = len(own & stems(" ".join(backing))) / len(own) if own else 1.0
         whole = normalise(" ".join(texts))
-        numbers_ok = all(n.rstrip("%") in whole for n in FIGURE_RE.findall(claim))
+        figures = FIGURE_RE.findall(claim)
+        numbers_ok = (all(n.rstrip("%") in whole for n in figures)
+                      and not baseline_figures(figures, " ".join(texts)))
         said = normalise(" ".join(backing))
         relations_ok = all(r in said for r in relations(claim))
         return Support(max(scores), content, numbers_ok, sentence, relations_ok)
@@ -239,6 +241,20 @@ SCAFFOLD_RE = re.compile(r"^\s*(?:Title|Record|Lines)\s*:", re.I)
 # when the line it restates does.
 RELATION_RE = re.compile(r"\b(because|therefore|hence|consequently|thereby|due to|as a result|"
                          r"leads? to|led to|results? in|causes?|caused)\b", re.I)
+
+
+# "740 vs. 1020 GB/s": the figure after "vs." is what the paper's own figure is compared with
+VERSUS_RE = re.compile(r"(?<![A-Za-z])(\d+(?:\.\d+)?)%?(?:\s*[A-Za-z/]+)?\s+(?:vs\.?|versus)\s+(\d+(?:\.\d+)?)")
+
+
+def baseline_figures(figures: list[str], text: str) -> list[str]:
+    """Figures of a claim that its source gives only as the other side of a comparison
+    ("740 vs. 1020 GB/s") while the claim leaves out the side they were compared with: a
+    baseline's figure credited to the paper."""
+    said = {f.rstrip("%") for f in figures}
+    pairs = VERSUS_RE.findall(text)
+    return [b for a, b in pairs if b in said and a not in said
+            and not any(b == x for x, _ in pairs)]
 
 
 def relations(claim: str) -> list[str]:
