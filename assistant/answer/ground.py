@@ -244,7 +244,8 @@ RELATION_RE = re.compile(r"\b(because|therefore|hence|consequently|thereby|due t
 
 
 # "740 vs. 1020 GB/s": the figure after "vs." is what the paper's own figure is compared with
-VERSUS_RE = re.compile(r"(?<![A-Za-z])(\d+(?:\.\d+)?)%?(?:\s*[A-Za-z/]+)?\s+(?:vs\.?|versus)\s+(\d+(?:\.\d+)?)")
+VERSUS_RE = re.compile(r"(?<![A-Za-z])(\d+(?:\.\d+)?)%?(?:\s*[A-Za-z/]+)?\s+(?:vs\.?|versus)\s+"
+                       r"(\d+(?:\.\d+)?)")
 
 
 def baseline_figures(figures: list[str], text: str) -> list[str]:

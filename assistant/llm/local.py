@@ -28,7 +28,7 @@ from llama_index.core.llms import CustomLLM
 from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
 
 from .errors import INSTALL_HINT, BackendError, BackendTimeout, ModelUnavailable
-from .lookup import Sampling
+from .lookup import Sampling, reuse_prefix
 from .lookup import generate as lookup_generate
 from .turns import Turns, TurnTimeout
 
@@ -162,13 +162,7 @@ def _choice_probabilities(llama: Any, prompt: str, options: Sequence[str]) -> li
     head = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
     if len(head) < 2 or len(head) > llama.n_ctx():
         raise ValueError(f"cannot read a prompt of {len(head)} tokens")
-    shared = 0
-    for a, b in zip(llama.input_ids[: llama.n_tokens], head[:-1]):
-        if a != b:
-            break
-        shared += 1
-    llama.n_tokens = shared  # eval drops the KV cache from here on
-    llama.eval(head[shared:-1])
+    reuse_prefix(llama, head)
     llama._batch.set_batch(batch=head[-1:], n_past=llama.n_tokens, logits_all=True)
     llama._ctx.decode(llama._batch)
     llama._requires_eval = True  # the context's logits are ours, not those of input_ids
@@ -199,9 +193,10 @@ class LocalLlamaCPP(CustomLLM):
 
     Chat is formatted by the chat template stored in the GGUF's own metadata
     (``tokenizer.chat_template``; ChatML for Qwen2.5), not llama-index's generic prompt format,
-    and written by prompt-lookup decoding (llm/lookup.py). The model is loaded lazily (or via :meth:`load`) and shared per
-    process; one generation at a time holds its lock, others queue in arrival order (each waits
-    at most ``timeout`` seconds for its turn, then generates for at most ``timeout`` seconds).
+    and written by prompt-lookup decoding (llm/lookup.py). The model is loaded lazily (or via
+    :meth:`load`) and shared per process; one generation at a time holds its lock, others queue
+    in arrival order (each waits at most ``timeout`` seconds for its turn, then generates for at
+    most ``timeout`` seconds).
     While a streamed call waits, its stream reports how many are ahead of it (:class:`Waiting`).
     """
 

@@ -3,11 +3,11 @@
 An answer restates lines of the sources it was given, so the tokens that follow the last few it
 wrote are usually in its prompt already. Each step looks up the last `ngram` tokens in the
 prompt and the text so far, proposes the `draft` tokens that followed them there, and has the
-model score the pending token and the proposal in one batch (on two CPU cores a batch of four
-costs about 1.6 single steps). A token is sampled from the model's own distribution at each
-position, exactly as one step at a time would; a proposed token is kept only while it equals
-the sampled one, so the output follows the same distribution (greedy decoding gives the very
-same text) and only the number of steps changes.
+model score the pending token and the proposal in one batch (on a CPU, scoring a few tokens at
+once costs little more than one: docs/benchmarks.md). A token is sampled from the model's own
+distribution at each position, exactly as one step at a time would; a proposed token is kept
+only while it equals the sampled one, so the output follows the same distribution (greedy
+decoding gives the very same text) and only the number of steps changes.
 
 Written here because llama-cpp-python's own speculative path (``draft_model=``) keeps the
 logits of every prompt token (``logits_all``): a (context × vocabulary) array of floats and the
@@ -98,7 +98,7 @@ def _is_end(llama: Any, token: int) -> bool:
     return bool(llama_cpp.llama_vocab_is_eog(llama._model.vocab, token))
 
 
-def _reuse_prefix(llama: Any, prompt: list[int]) -> None:
+def reuse_prefix(llama: Any, prompt: list[int]) -> None:
     """Keep the KV cache of the tokens this prompt shares with the last one (the chat template's
     system turn, a reading's opening words) and evaluate the rest but its last token."""
     shared = 0
@@ -140,7 +140,7 @@ def generate(llama: Any, prompt: list[int], *, max_tokens: int, sampling: Sampli
     max_tokens = min(max_tokens, llama.n_ctx() - len(prompt))  # as llama-cpp-python does
     rng = np.random.default_rng(seed)
     text = _Text(stop)
-    _reuse_prefix(llama, prompt)
+    reuse_prefix(llama, prompt)
     llama._requires_eval = True  # the context's logits are ours from here on
     seen = list(prompt)
     pending = prompt[-1]  # the latest token, not yet in the cache
