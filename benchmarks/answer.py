@@ -80,7 +80,8 @@ def main() -> int:
     ap.add_argument("--store", default=None)
     ap.add_argument("--code", default=None, help="import the assistant from this checkout")
     args = ap.parse_args()
-    store = Path(args.store) if args.store else Path(tempfile.mkdtemp(prefix="bench-answer-"))
+    scratch = None if args.store else tempfile.TemporaryDirectory(prefix="bench-answer-")
+    store = Path(args.store) if args.store else Path(scratch.name)  # a scratch store goes at exit
     pa = PaperAssistant(load_settings(store_dir=store, llm_backend=args.backend))
     pa.ensure_corpus()
     t0 = time.perf_counter()
