@@ -254,8 +254,8 @@ def baseline_figures(figures: list[str], text: str) -> list[str]:
     baseline's figure credited to the paper."""
     said = {f.rstrip("%") for f in figures}
     pairs = VERSUS_RE.findall(text)
-    return [b for a, b in pairs if b in said and a not in said
-            and not any(b == x for x, _ in pairs)]
+    own = {a for a, _ in pairs}  # a figure on the paper's side anywhere is the paper's
+    return [b for a, b in pairs if b in said and a not in said and b not in own]
 
 
 def relations(claim: str) -> list[str]:

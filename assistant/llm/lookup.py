@@ -42,7 +42,7 @@ class Sampling:
         p = np.exp(values - values[0])
         p /= p.sum()
         keep = int(np.searchsorted(np.cumsum(p), self.top_p) + 1)  # smallest set reaching top_p
-        keep = max(1, min(keep, int((p >= self.min_p * p[0]).sum()) or 1))
+        keep = max(1, min(keep, int((p >= self.min_p * p[0]).sum())))
         scaled = values[:keep] / self.temperature
         q = np.exp(scaled - scaled.max())
         return int(top[rng.choice(keep, p=q / q.sum())])
@@ -111,10 +111,9 @@ def reuse_prefix(llama: Any, prompt: list[int]) -> None:
 
 
 def _step(llama: Any, batch: list[int]) -> np.ndarray:
-    """Evaluate `batch` after the cached tokens; the logits at each of its positions."""
-    n_past = llama.n_tokens
-    llama._ctx.kv_cache_seq_rm(-1, n_past, -1)
-    llama._batch.set_batch(batch=batch, n_past=n_past, logits_all=True)
+    """Evaluate `batch` after the cached tokens (the cache holds nothing beyond them: `reuse_prefix`
+    and `_keep` see to it); the logits at each of its positions."""
+    llama._batch.set_batch(batch=batch, n_past=llama.n_tokens, logits_all=True)
     llama._ctx.decode(llama._batch)
     rows = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(len(batch), llama.n_vocab()))
     return rows.copy()
@@ -128,6 +127,32 @@ def _keep(llama: Any, tokens: list[int]) -> None:
     llama._ctx.kv_cache_seq_rm(-1, llama.n_tokens, -1)
 
 
+def _tokens(llama: Any, prompt: list[int], max_tokens: int, sampling: Sampling, ngram: int,
+            draft: int, rng: np.random.Generator) -> Iterator[int]:
+    """The reply's tokens, at most `max_tokens`, until an end-of-generation token; several per
+    model step when the proposal is kept. The cache holds what was yielded but the last token."""
+    reuse_prefix(llama, prompt)
+    llama._requires_eval = True  # the context's logits are ours from here on
+    seen = list(prompt)
+    pending = prompt[-1]  # the latest token, not yet in the cache
+    while (left := max_tokens - (len(seen) - len(prompt))) > 0:
+        room = min(draft, left - 1, llama.n_ctx() - llama.n_tokens - 1)
+        proposal = propose(seen, ngram, room) if room > 0 else []
+        logits = _step(llama, [pending] + proposal)
+        sampled: list[int] = []
+        for row in range(len(proposal) + 1):
+            sampled.append(sampling.pick(logits[row], rng))
+            if row == len(proposal) or sampled[-1] != proposal[row]:
+                break
+        _keep(llama, [pending] + sampled[:-1])  # the proposed tokens kept; the last is pending
+        for token in sampled:
+            if _is_end(llama, token):
+                return
+            seen.append(token)
+            yield token
+        pending = sampled[-1]
+
+
 def generate(llama: Any, prompt: list[int], *, max_tokens: int, sampling: Sampling,
              stop: Sequence[str] = (), ngram: int = 3, draft: int = 3,
              seed: Optional[int] = None) -> Iterator[str]:
@@ -138,38 +163,14 @@ def generate(llama: Any, prompt: list[int], *, max_tokens: int, sampling: Sampli
         raise ValueError(f"a prompt of {len(prompt)} tokens does not fit the model's context "
                          f"of {llama.n_ctx()}")
     max_tokens = min(max_tokens, llama.n_ctx() - len(prompt))  # as llama-cpp-python does
-    rng = np.random.default_rng(seed)
     text = _Text(stop)
-    reuse_prefix(llama, prompt)
-    llama._requires_eval = True  # the context's logits are ours from here on
-    seen = list(prompt)
-    pending = prompt[-1]  # the latest token, not yet in the cache
-    written = 0
-    while written < max_tokens and not text.stopped:
-        room = min(draft, max_tokens - written - 1, llama.n_ctx() - llama.n_tokens - 1)
-        proposal = propose(seen, ngram, room) if room > 0 else []
-        logits = _step(llama, [pending] + proposal)
-        accepted: list[int] = []
-        token = -1
-        for row in range(len(proposal) + 1):
-            token = sampling.pick(logits[row], rng)
-            if row < len(proposal) and token == proposal[row]:
-                accepted.append(token)
-                continue
+    rng = np.random.default_rng(seed)
+    for token in _tokens(llama, prompt, max_tokens, sampling, ngram, draft, rng):
+        delta = text.add(llama.detokenize([token]))
+        if delta:
+            yield delta
+        if text.stopped:
             break
-        _keep(llama, [pending] + accepted)
-        for t in accepted + [token]:
-            if _is_end(llama, t):
-                written = max_tokens
-                break
-            seen.append(t)
-            written += 1
-            delta = text.add(llama.detokenize([t]))
-            if delta:
-                yield delta
-            if text.stopped or written >= max_tokens:
-                break
-        pending = token
     tail = text.end()
     if tail:
         yield tail
