@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.answer.evidence import Source
-from assistant.answer.ground import Grounder, clauses, makes_claim
+from assistant.answer.evidence import Source, evidence_for, own_sentences
+from assistant.answer.ground import Grounder, clauses, dropped_hedges, makes_claim
 from assistant.config import CitationPolicy, load_settings
 from assistant.types import Paper
 
@@ -121,3 +121,60 @@ def test_the_prompts_own_labels_copied_back_are_no_claim(seed_assistant):
     echo = "Title: Top-W Record: Ada Lovelace [1]."
     assert grounder.verdict(echo, SOURCES).why == "filler"
     assert grounder.verdict("Top-W is a geometry-aware truncation rule for decoding [1].", SOURCES).kept
+
+
+def test_a_claim_that_drops_its_lines_hedge_is_not_backed(seed_assistant):
+    """"… which can explain why …" restated as "… which explains why …" claims more than the line."""
+    line = ("These sub-networks are uncorrelated, which can explain why a neural network is "
+            "resistant to overfitting.")
+    src = {1: Source(1, Paper(paper_id="1", title="Small data", abstract=line), [line])}
+    grounder = Grounder(seed_assistant.engine.embed)
+    sure = "The sub-networks are uncorrelated, which explains why a neural network is resistant to overfitting [1]."
+    hedged = "The sub-networks are uncorrelated, which can explain why a neural network resists overfitting [1]."
+    assert grounder.verdict(sure, src).why == "unsupported"
+    assert grounder.verdict(hedged, src).kept
+    # a hedge on a word the claim does not restate limits nothing the claim says
+    other = "The sub-networks are uncorrelated [1]."
+    assert grounder.verdict(other, src).kept
+
+
+@pytest.mark.parametrize("claim, line, dropped", [
+    ("The strategy in a subgame depends on other subgames.",
+     "The optimal strategy in a subgame may depend on the strategy in other subgames.", ["depend"]),
+    ("Language models exhibit sycophancy after post-training.",
+     "Large language models often exhibit increased sycophancy after post-training.", ["exhibit"]),
+    ("Language models often exhibit sycophancy.", "Large language models often exhibit sycophancy.", []),
+    ("The results suggest the method scales.", "The method could scale to large graphs.", []),
+    ("The method is fast.", "The method is fast and may generalise.", []),
+])
+def test_dropped_hedges(claim, line, dropped):
+    assert dropped_hedges(claim, line) == dropped
+
+
+SOFT_SHARING = [
+    "The success of deep learning created the desire to run networks on mobile devices.",
+    "Recent work by Han et al. (2016) propose a pipeline of retraining, pruning and quantization.",
+    "In this paper, we show that competitive compression rates can be achieved by using a version of "
+    "soft weight-sharing (Nowlan & Hinton, 1991).",
+    "Our method achieves both quantization and pruning in one simple retraining procedure.",
+    "Earlier pipelines (Han et al., 2016) needed three stages.",
+    "This point of view also exposes the relation between compression and the MDL principle.",
+]
+
+
+def test_a_papers_own_lines_leave_out_its_field_and_earlier_work():
+    """The opening lines set out the field; a line citing others without "we" is their work."""
+    assert own_sentences(SOFT_SHARING) == [2, 3, 5]
+    # an abstract never in the authors' voice is all its own
+    third_person = ["Graph networks are popular.", "A pooling layer is described and evaluated."]
+    assert own_sentences(third_person) == [0, 1]
+    assert own_sentences(["Dropout is studied.", "A new schedule is proposed."]) == [1]
+
+
+def test_a_summarys_evidence_is_from_the_papers_own_lines(seed_assistant):
+    paper = Paper(paper_id="s", title="Soft weight-sharing", abstract=" ".join(SOFT_SHARING))
+    embed = seed_assistant.engine.embed
+    question = "a pipeline of retraining, pruning and quantization for compression"
+    assert "Han et al." in " ".join(evidence_for(paper, [question], embed, 1))
+    own = evidence_for(paper, [question], embed, 1, own=True)
+    assert len(own) == 1 and own[0] in SOFT_SHARING[2:4]

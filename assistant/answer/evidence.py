@@ -139,10 +139,16 @@ def best_sentences(paper: Paper, query: str, embed: SentenceEmbeddings, n: int) 
     return evidence_for(paper, [query], embed, n)
 
 
-def evidence_for(paper: Paper, parts: list[str], embed: SentenceEmbeddings, n: int) -> list[str]:
+def evidence_for(paper: Paper, parts: list[str], embed: SentenceEmbeddings, n: int,
+                 own: bool = False) -> list[str]:
     """The n best sentences for the question's first part and the best one for each further
-    part ("…, and by how much does it reduce error?"), once each, in the abstract's order."""
+    part ("…, and by how much does it reduce error?"), once each, in the abstract's order.
+    `own`: only the sentences in the paper's own voice (`own_sentences`), for answers that say
+    what each paper does: a line about earlier work, restated under the paper's name, credits
+    the paper with it."""
     sents = safe_sentences(paper)
+    if own:
+        sents = [sents[i] for i in own_sentences(sents)]
     if len(sents) <= n:
         return sents
     chosen: list[int] = []
@@ -150,6 +156,26 @@ def evidence_for(paper: Paper, parts: list[str], embed: SentenceEmbeddings, n: i
         order = [int(i) for i in np.argsort(-sentence_scores(sents, part, embed))]
         chosen += [i for i in order if i not in chosen][: n if k == 0 else 1]
     return [sents[i] for i in sorted(chosen)]
+
+
+# The authors speaking of their own work: "we", "our", "this paper", "is proposed".
+OWN_VOICE_RE = re.compile(r"\b(?:we|our|ours|us|this (?:paper|work|study|article|note|thesis|letter|report)|"
+                          r"the authors|(?:is|are) (?:proposed|introduced|presented|developed))\b", re.I)
+# A sentence that cites other work: "Han et al. (2016)", "\citep{…}", "(Nowlan & Hinton, 1991)".
+CITES_OTHERS_RE = re.compile(r"\bet al\b|\\cite\w*\{|\(\s*[A-Z][\w-]+(?:\s+(?:&|and)\s+[A-Z][\w-]+)?,?\s+"
+                             r"(?:19|20)\d\d[a-z]?\s*\)")
+
+
+def own_sentences(sents: list[str]) -> list[int]:
+    """Indices of the sentences that speak for the paper itself: from its first sentence in the
+    authors' voice on (an abstract opens with its field and earlier work), without those that
+    cite other work and do not speak of the authors' own ("Recent work by Han et al. (2016)
+    propose …"). An abstract never in the authors' voice is all its own."""
+    first = next((i for i, s in enumerate(sents) if OWN_VOICE_RE.search(s)), None)
+    if first is None:
+        return list(range(len(sents)))
+    return [i for i in range(first, len(sents))
+            if OWN_VOICE_RE.search(sents[i]) or not CITES_OTHERS_RE.search(sents[i])]
 
 
 @dataclass

@@ -59,6 +59,7 @@ class Support:
     numbers_ok: bool  # every figure of the claim appears in the source
     sentence: str  # the source's best abstract sentence for the claim
     relations_ok: bool = True  # every causal link the claim states ("because", "leads to") is in its lines
+    hedges_ok: bool = True  # a limit its best line puts on what the claim restates ("can explain") is kept
 
 
 # Words an answer uses about itself ("Yes, there is work on …", "the paper"), never a claim
@@ -150,7 +151,8 @@ class Grounder:
                       and not baseline_figures(figures, " ".join(texts)))
         said = normalise(" ".join(backing))
         relations_ok = all(r in said for r in relations(claim))
-        return Support(max(scores), content, numbers_ok, sentence, relations_ok)
+        return Support(max(scores), content, numbers_ok, sentence, relations_ok,
+                       not dropped_hedges(claim, sentence))
 
     def verdict(self, sentence: str, by_n: dict[int, Source], finished: bool = True,
                 allowed: frozenset[str] = frozenset()) -> Verdict:
@@ -201,7 +203,7 @@ class Grounder:
         that backs it best, re-pointed; else none."""
         p = self.policy
         backing = {n: s for n, s in scored.items()
-                   if s.numbers_ok and s.relations_ok and s.score >= p.min_support
+                   if s.numbers_ok and s.relations_ok and s.hedges_ok and s.score >= p.min_support
                    and s.content >= p.min_content}
         top = max((s.score for s in backing.values()), default=0.0)
         kept = [n for n in cited if n in backing and backing[n].score >= top - p.margin]
@@ -266,6 +268,24 @@ def relations(claim: str) -> list[str]:
         out.append({"leads to": "lead", "lead to": "lead", "led to": "led", "results in": "result",
                     "result in": "result", "causes": "caus", "cause": "caus", "caused": "caus"}.get(word, word))
     return out
+
+
+# Words that limit a claim: a modal verb, a frequency, a likelihood ("can explain", "may
+# depend", "often exhibit"). A closed class, so a list is exact. The word they limit is the
+# next one, past adverbs, "not" and "be" ("can also be achieved" limits "achieved").
+HEDGE_WORDS = r"may|might|can|could|often|possibly|potentially|likely|sometimes|tends?\s+to|appears?\s+to|seems?\s+to"
+HEDGE_RE = re.compile(rf"\b(?:{HEDGE_WORDS})\s+(?:(?:not|be|also|still|further|\w+ly)\s+)*([A-Za-z][\w-]*)", re.I)
+HEDGED_RE = re.compile(rf"\b(?:{HEDGE_WORDS}|suggests?|suggested|perhaps|possible)\b", re.I)
+
+
+def dropped_hedges(claim: str, line: str) -> list[str]:
+    """The words of `line` that a hedge limits and that `claim` states with no hedge at all:
+    "… which can explain why …" restated as "… which explains why …" claims more than the
+    line does."""
+    if HEDGED_RE.search(claim):
+        return []
+    said = stems(claim)
+    return [m.group(1) for m in HEDGE_RE.finditer(line) if stems(m.group(1)) & said]
 
 
 def question_allowance(message: str) -> frozenset[str]:

@@ -409,7 +409,8 @@ class Planner:
                 listing: Callable[[list[tuple[str, list[Source]]]], str]) -> TurnPlan:
         """A summary's answer: sources numbered theme by theme, the listing written by
         `listing(themed)`, and a prompt for one sentence per theme, restating its first paper."""
-        plan.sources = self._sources([p for t in grouped for p in t.papers], [topic], per_part=1)
+        plan.sources = self._sources([p for t in grouped for p in t.papers], [topic], per_part=1,
+                                     own=True)
         by_id = {s.paper.paper_id: s for s in plan.sources}
         themed = [(t.name, [by_id[p.paper_id] for p in t.papers]) for t in grouped]
         plan.prefix = listing(themed)
@@ -453,7 +454,7 @@ class Planner:
             plan.notices.append(compose.not_found(missing))
         if not papers:
             return self._refuse(plan, q, [], filters)
-        plan.sources = self._sources(papers, [q.message], per_part=2)
+        plan.sources = self._sources(papers, [q.message], per_part=2, own=True)
         if len(papers) == 1:
             plan.prefix = compose.only_one(plan.sources[0], missing) + "\n\n" + compose.extracts(plan.sources)
             return plan
@@ -607,10 +608,12 @@ class Planner:
         _, judged = self._judged(name, filters, self.policy.candidates)
         return any(title_names(name, j.paper) for j in judged) or bool(named_in_abstract(name, judged))
 
-    def _sources(self, papers: list[Paper], parts: list[str], per_part: Optional[int] = None) -> list[Source]:
-        """Numbered sources whose evidence answers every part of the question."""
+    def _sources(self, papers: list[Paper], parts: list[str], per_part: Optional[int] = None,
+                 own: bool = False) -> list[Source]:
+        """Numbered sources whose evidence answers every part of the question (`own`: from the
+        lines in each paper's own voice, for a summary's or comparison's sentence per paper)."""
         n = per_part or self.settings.evidence_sentences
-        return [Source(i + 1, p, evidence_for(p, parts, self.embed, n)) for i, p in enumerate(papers)]
+        return [Source(i + 1, p, evidence_for(p, parts, self.embed, n, own)) for i, p in enumerate(papers)]
 
     def _themes(self, papers: list[Paper], topic: str) -> list[Theme]:
         vectors = self.store.paper_vectors([p.paper_id for p in papers])
