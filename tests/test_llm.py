@@ -258,3 +258,49 @@ def test_a_reading_after_a_drafted_reply_reads_as_on_a_fresh_cache(smol):
     "".join(stream_chat_text(smol, MESSAGES))  # a drafted reply moves the cache on
     again = _choice_probabilities(llama, question, ["yes", "no"])
     assert again == pytest.approx(fresh, abs=1e-3)
+
+
+# ------------------------------------------------------- first turns kept across prompts (kvcache.py)
+def _chatml(llama, system: str, user: str) -> list[int]:
+    text = (f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
+            "<|im_start|>assistant\n")
+    return llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+
+
+def _next_token_probabilities(llama, prompt, openings):
+    import numpy as np
+    from assistant.llm.kvcache import reuse_prefix
+
+    reuse_prefix(llama, prompt, openings)
+    llama.eval(prompt[-1:])
+    logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),)).astype(np.float64)
+    p = np.exp(logits - logits.max())
+    return p / p.sum()
+
+
+@needs_smol
+def test_a_prompt_starts_from_its_kept_first_turn(smol, monkeypatch):
+    """An answer's system turn, evaluated once, is put back after a reading under another
+    system turn moved the cache on; what the model then reads is what it reads on a fresh cache."""
+    from assistant.llm.kvcache import Openings, first_turn_end
+
+    llama = smol.load()
+    answer_turn = "You answer questions about geography. Be brief and exact, and cite your sources."
+    first = _chatml(llama, answer_turn, "Is Paris in France?")
+    reading = _chatml(llama, "You judge whether a paper answers a question.", "Is this paper about sampling?")
+    second = _chatml(llama, answer_turn, "Is Rome in Italy?")
+    llama.n_tokens = 0
+    fresh = _next_token_probabilities(llama, second, Openings())
+
+    openings = Openings()
+    llama.n_tokens = 0
+    for prompt in (first, reading):
+        _next_token_probabilities(llama, prompt, openings)
+    assert len(openings) == 2  # each system turn kept once
+    evaluated: list[int] = []
+    real_eval = llama.eval
+    monkeypatch.setattr(llama, "eval", lambda tokens: evaluated.append(len(tokens)) or real_eval(tokens))
+    again = _next_token_probabilities(llama, second, openings)
+    turn = first_turn_end(llama, second)
+    assert turn > 15 and evaluated == [len(second) - 1 - turn, 1]  # the system turn was not evaluated
+    assert abs(again - fresh).max() < 1e-3 and again.argmax() == fresh.argmax()

@@ -28,7 +28,8 @@ from llama_index.core.llms import CustomLLM
 from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
 
 from .errors import INSTALL_HINT, BackendError, BackendTimeout, ModelUnavailable
-from .lookup import Sampling, reuse_prefix
+from .kvcache import reuse_prefix
+from .lookup import Sampling
 from .lookup import generate as lookup_generate
 from .turns import Turns, TurnTimeout
 

@@ -21,6 +21,8 @@ from typing import Any, Iterator, Optional, Sequence
 
 import numpy as np
 
+from .kvcache import reuse_prefix
+
 
 @dataclass(frozen=True)
 class Sampling:
@@ -96,18 +98,6 @@ def _is_end(llama: Any, token: int) -> bool:
     import llama_cpp
 
     return bool(llama_cpp.llama_vocab_is_eog(llama._model.vocab, token))
-
-
-def reuse_prefix(llama: Any, prompt: list[int]) -> None:
-    """Keep the KV cache of the tokens this prompt shares with the last one (the chat template's
-    system turn, a reading's opening words) and evaluate the rest but its last token."""
-    shared = 0
-    for a, b in zip(llama.input_ids[: llama.n_tokens], prompt[:-1]):
-        if a != b:
-            break
-        shared += 1
-    llama.n_tokens = shared  # eval drops the KV cache from here on
-    llama.eval(prompt[shared:-1])
 
 
 def _step(llama: Any, batch: list[int]) -> np.ndarray:
