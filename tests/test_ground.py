@@ -178,3 +178,13 @@ def test_a_summarys_evidence_is_from_the_papers_own_lines(seed_assistant):
     assert "Han et al." in " ".join(evidence_for(paper, [question], embed, 1))
     own = evidence_for(paper, [question], embed, 1, own=True)
     assert len(own) == 1 and own[0] in SOFT_SHARING[2:4]
+
+
+def test_a_claim_under_another_papers_marker_than_the_one_it_names_is_dropped(seed_assistant):
+    """"Verbalized Sampling is a truncation rule [1]": the check would re-point the line to Top-W's
+    marker, and the sentence would still say it of Verbalized Sampling."""
+    grounder = Grounder(seed_assistant.engine.embed)
+    swapped = "Verbalized Sampling is a geometry-aware truncation rule for decoding [2]."
+    assert grounder.verdict(swapped, SOURCES).why == "names another paper"
+    assert grounder.verdict("Top-W is a geometry-aware truncation rule for decoding [1].", SOURCES).kept
+    assert grounder.verdict("It is a geometry-aware truncation rule for decoding [1].", SOURCES).kept

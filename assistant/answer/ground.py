@@ -73,7 +73,7 @@ class Verdict:
 
     claim: str
     markers: list[int]
-    why: str = ""  # "", "unfinished", "filler", "unsupported", "marker as a word"
+    why: str = ""  # "", "unfinished", "filler", "unsupported", "names another paper", "marker as a word"
     repointed: bool = False
     removed: int = 0  # markers that named no source of this turn
     evidence: dict[int, str] = field(default_factory=dict)
@@ -169,8 +169,9 @@ class Grounder:
             return v
         for part in clauses(sentence):
             markers, repointed, evidence = self._claim(part, by_n, allowed)
-            if not markers:
-                v.markers, v.why, v.evidence = [], "unsupported", {}
+            if not markers or names_another(part, markers, by_n):
+                v.markers, v.evidence = [], {}
+                v.why = "unsupported" if not markers else "names another paper"
                 return v
             v.markers += [n for n in markers if n not in v.markers]
             v.repointed |= repointed
@@ -258,6 +259,29 @@ def baseline_figures(figures: list[str], text: str) -> list[str]:
     pairs = VERSUS_RE.findall(text)
     own = {a for a, _ in pairs}  # a figure on the paper's side anywhere is the paper's
     return [b for a, b in pairs if b in said and a not in said and b not in own]
+
+
+def names_of(paper) -> list[str]:
+    """What a sentence calls a paper by: its title, the title's head before a colon ("Top-W:
+    …"), its first author's surname."""
+    names = [paper.title]
+    head = paper.title.split(":", 1)[0].strip()
+    if head != paper.title and 1 <= len(head.split()) <= 5:
+        names.append(head)
+    if paper.authors and len(paper.authors[0].split()[-1]) >= 3:
+        names.append(paper.authors[0].split()[-1])
+    return names
+
+
+def named_in(text: str, name: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) is not None
+
+
+def names_another(claim: str, markers: list[int], by_n: dict[int, Source]) -> bool:
+    """Does the claim name papers of this turn, none of them one its markers cite ("Top-W
+    keeps …" under the marker of another paper, after the check re-pointed it there)?"""
+    named = {n for n, src in by_n.items() if any(named_in(claim, x) for x in names_of(src.paper))}
+    return bool(named) and not named & set(markers)
 
 
 def relations(claim: str) -> list[str]:
