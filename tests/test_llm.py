@@ -304,3 +304,30 @@ def test_a_prompt_starts_from_its_kept_first_turn(smol, monkeypatch):
     turn = first_turn_end(llama, second)
     assert turn > 15 and evaluated == [len(second) - 1 - turn, 1]  # the system turn was not evaluated
     assert abs(again - fresh).max() < 1e-3 and again.argmax() == fresh.argmax()
+
+
+@needs_smol
+def test_a_snapshot_llama_cpp_refuses_is_dropped_and_the_turn_evaluated_again(smol, monkeypatch):
+    import llama_cpp
+    from assistant.llm.kvcache import Openings
+
+    llama = smol.load()
+    prompt = _chatml(llama, "You answer questions about geography.", "Is Paris in France?")
+    other = _chatml(llama, "You judge papers.", "Is this paper about sampling?")
+    llama.n_tokens = 0
+    fresh = _next_token_probabilities(llama, prompt, Openings())
+    openings = Openings()
+    llama.n_tokens = 0
+    for p in (prompt, other):
+        _next_token_probabilities(llama, p, openings)
+    assert len(openings) == 2
+    calls = []
+
+    def refused(ctx, src, size, seq):  # as llama.cpp fails a read: the sequence emptied first
+        calls.append(seq)
+        llama._ctx.kv_cache_seq_rm(seq, -1, -1)
+        return 0
+
+    monkeypatch.setattr(llama_cpp, "llama_state_seq_set_data", refused)
+    again = _next_token_probabilities(llama, prompt, openings)
+    assert calls and abs(again - fresh).max() < 1e-3 and len(openings) == 2  # dropped, then kept anew

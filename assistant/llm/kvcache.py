@@ -3,8 +3,8 @@ done for earlier ones.
 
 A prompt keeps the cache of the tokens it shares with the prompt before it. That is not much
 when two kinds of prompt take turns, as a question's readings (the verdict prompt, under the
-chat template's default system turn) and its answer (under the assistant's system prompt, ~130
-tokens, a second of CPU) do: each answer would evaluate its system turn again. So the cells of
+chat template's default system turn) and its answer (under the assistant's system prompt, ~150
+tokens, over a second of CPU) do: each answer would evaluate its system turn again. So the cells of
 each prompt's first turn (up to its first end-of-turn token) are kept aside as a snapshot of
 the sequence, and a prompt that opens with a kept turn starts from it.
 
@@ -65,8 +65,10 @@ class Openings:
         if end <= shared:
             return shared
         turn = tuple(prompt[:end])
-        if turn in self._kept and self._restore(llama, turn):
-            return end
+        if turn in self._kept:
+            if self._restore(llama, turn):
+                return end
+            shared = 0  # a refused restore leaves the sequence empty
         llama.n_tokens = shared
         llama.eval(prompt[shared:end])
         self._keep(llama, turn)
