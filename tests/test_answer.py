@@ -17,6 +17,7 @@ from assistant import Filters, Hit, PaperAssistant, Paper, Turn, load_settings
 from assistant.config import SEED_CORPUS
 from assistant.llm import BackendError
 from assistant.answer import AnswerEngine
+from assistant.answer.sides import copied_sides
 from assistant.answer.plan import assign_sides
 from assistant.answer.relevance import Judged
 from assistant.answer.evidence import Source
@@ -597,3 +598,38 @@ def test_the_model_is_never_asked_to_start_a_sentence_with_a_cut_label():
     for prompt in (compare_prompt(sources), summary_prompt(sources)):
         assert "[1] Fröhlich et al." in prompt and "[2] Top-W" in prompt
         assert "[1] Conditional independence" not in prompt
+
+
+SYCOPHANCY_VS_MODE_COLLAPSE = ("Both the sycophancy paper and the mode-collapse / typicality-bias paper trace "
+                               "an alignment failure back to biases in human preference data. Contrast their "
+                               "diagnoses and the fixes they propose (training-time vs inference-time).")
+
+
+def test_a_comparison_the_phrase_reading_misses_takes_the_sides_the_model_copies(pa, monkeypatch):
+    """The phrase reading takes "(training-time vs inference-time)" for the sides and finds one
+    paper; the model's copy of the words naming each paper finds both."""
+    assert len(pa.ask(SYCOPHANCY_VS_MODE_COLLAPSE).citations) < 2
+    asked = []
+
+    def model_copies(message):
+        asked.append(message)
+        return copied_sides("1. the sycophancy paper\n2. the mode-collapse / typicality-bias paper", message)
+
+    monkeypatch.setattr(pa.engine.planner, "side_reader", model_copies)
+    answer = pa.ask(SYCOPHANCY_VS_MODE_COLLAPSE)
+    assert asked and answer.intent == "compare"
+    assert sorted(first_authors(answer)) == ["Itai Shapira", "Jiayi Zhang"]
+    # a comparison the phrase reading resolves does not ask the model
+    asked.clear()
+    pa.ask("Compare Top-W with Verbalized Sampling.")
+    assert asked == []
+
+
+def test_the_sides_the_model_writes_must_be_words_of_the_message():
+    message = "How does DualGraph differ from Meta Context Engineering?"
+    assert copied_sides('- "DualGraph"\n- Meta Context Engineering.', message) == ["DualGraph", "Meta Context Engineering"]
+    # an invented or bent side is no side; one side alone is no comparison
+    assert copied_sides("DualGraph\nMeta-learning for context", message) == []
+    assert copied_sides("DualGraph memory\nMeta Context Engineering", message) == []
+    # the model copying the whole request back gives no side
+    assert copied_sides(f"Paper 1: {message}\nPaper 2: DualGraph", message) == []

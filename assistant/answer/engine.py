@@ -23,6 +23,7 @@ from .ground import GroundedText, Grounder, question_allowance
 from .plan import Planner, TurnPlan
 from .reading import Reader
 from .relevance import Judge
+from .sides import SIDE_WORDS_TOKENS, copied_sides
 from .stream import CheckedProse, Numbering
 from ..llm import make_llm, make_local_llm, stream_chat_events, stream_chat_text
 from ..prompts import load_prompt, render
@@ -47,7 +48,7 @@ class AnswerEngine:
                                         disk=None if embedder else self.store.sentence_vectors())
         self.judge = Judge(self.store.corpus_stats, settings.relevance, embed=self.embed)
         self.planner = Planner(settings, retriever, self.judge, self.embed, rewriter=self._rewrite,
-                               reader=self._reader, expander=self._expand)
+                               reader=self._reader, expander=self._expand, side_reader=self._side_words)
         self.grounder = Grounder(self.embed, settings.citation)
         self._llm = llm
         self._llm_error: Optional[str] = None
@@ -179,6 +180,13 @@ class AnswerEngine:
         candidates (for the second look: answer/plan.py), or "" when none can."""
         llm = self._reading_llm if self._reader() is not None else None
         return _written(llm, "expand", question, max_tokens=self.settings.relevance.second_look_tokens)
+
+    def _side_words(self, message: str) -> list[str]:
+        """The words of a comparison request that name or describe each paper it compares, as
+        the model that reads candidates copies them out (`sides.copied_sides` keeps only words
+        the message has); [] when no model can."""
+        llm = self._reading_llm if self._reader() is not None else None
+        return copied_sides(_written(llm, "sides", message, max_tokens=SIDE_WORDS_TOKENS), message)
 
     def _stream_llm(self, llm, prompt: str, max_tokens: int) -> Iterator[tuple[str, object]]:
         """("waiting", ahead)... while the model is busy, then ("text", delta)..."""

@@ -65,8 +65,10 @@ class Planner:
     def __init__(self, settings: Settings, retriever: Retriever, judge: Judge,
                  embed: SentenceEmbeddings, rewriter: Optional[Callable[[str], str]] = None,
                  reader: Optional[Callable[[], Optional[Reader]]] = None,
-                 expander: Optional[Callable[[str], str]] = None):
+                 expander: Optional[Callable[[str], str]] = None,
+                 side_reader: Optional[Callable[[str], list[str]]] = None):
         self.settings = settings
+        self.side_reader = side_reader  # the model's copy of the words naming each compared paper
         self.rewriter = rewriter  # the model's rewrite of a question into a paper's terms
         self.expander = expander  # the abstract the model writes for a question (second look)
         self.reader = reader  # the model that reads candidates (reading.py), made on first need
@@ -438,6 +440,14 @@ class Planner:
             # which the phrase reading may have cut elsewhere: taken when they find more papers
             found = self._sides(q.side_sentences, focus, filters, shown)
             if len(found[0]) > len(papers):
+                papers, missing, retrieved = found
+        if (len(papers) < 2 or missing) and len(focus) < 2 and self.side_reader is not None:
+            # the phrase reading found fewer than two papers, or a side that names none: the
+            # model copies out the words naming each paper ("Both the sycophancy paper and the
+            # mode-collapse / typicality-bias paper …"), taken when they find more papers
+            sides = [s for s in self.side_reader(q.message) if not any(names_paper(s, p) for p in focus)]
+            found = self._sides(sides, focus, filters, shown) if sides else ([], [], [])
+            if len(found[0]) > len(papers) or (len(found[0]) == len(papers) >= 2 and not found[1]):
                 papers, missing, retrieved = found
         if len(papers) < 2 and not focus:
             # "Is there X? Also, what do they find about Y vs Z?": a comparison word inside a

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ..text import enumerated, terms
+from ..text import enumerated, normalise, terms
 
 # a clause after the names says how to compare, not what: "... as views on LLM failure modes"
 HOW = r"\s+(?:as|in terms of|with respect to|regarding|on how|in how|in what|when it comes to)\s+.*$"
@@ -219,3 +219,22 @@ def described_sides(body: str) -> list[str]:
     sides[-1] = HOW_CLAUSE_RE.sub(r"\1", REMARK_RE.sub("", sides[-1]))  # "… the sycophancy paper as views on failure modes"
     out = [" ".join(SIDE_SCAFFOLD_RE.sub(" ", s).split()).strip(" ,;") for s in sides]
     return [f"{s} ({shared})" if shared else s for s in out if s]
+
+
+SIDE_WORDS_TOKENS = 48  # what the model may write for the sides of a comparison (a few short lines)
+LIST_MARK_RE = re.compile(r"^\s*(?:[-*•]|\d+[.)]|\(\d+\)|paper\s+\d+\s*:)\s*", re.I)
+
+
+def copied_sides(written: str, message: str) -> list[str]:
+    """The lines of `written` (the model's sides of a comparison, one a line) that are words of
+    `message` as it has them, once each: a side the model made up, or bent, is not a side the
+    user asked for. [] unless at least two remain."""
+    said = " ".join(normalise(message).split())
+    most = len(said.split()) / 2  # a side is part of the message, never most of it
+    sides: list[str] = []
+    for line in written.splitlines():
+        side = LIST_MARK_RE.sub("", line).strip().strip("\"'“”‘’`").strip(" .,;:")
+        words = " ".join(normalise(side).split())
+        if side and words in said and len(words.split()) <= most and side not in sides:
+            sides.append(side)
+    return sides if len(sides) >= 2 else []
