@@ -441,10 +441,13 @@ class Planner:
             found = self._sides(q.side_sentences, focus, filters, shown)
             if len(found[0]) > len(papers):
                 papers, missing, retrieved = found
-        if (len(papers) < 2 or missing) and len(focus) < 2 and self.side_reader is not None:
+        if ((len(papers) < 2 or missing) and len(focus) < 2 and not q.compared_against
+                and self.side_reader is not None):
             # the phrase reading found fewer than two papers, or a side that names none: the
             # model copies out the words naming each paper ("Both the sycophancy paper and the
-            # mode-collapse / typicality-bias paper …"), taken when they find more papers
+            # mode-collapse / typicality-bias paper …"), taken when they find more papers. Not
+            # for "how does A compare to B", whose B (often work from elsewhere) keeps a
+            # question's bar: its sides are read by structure
             sides = [s for s in self.side_reader(q.message) if not any(names_paper(s, p) for p in focus)]
             found = self._sides(sides, focus, filters, shown) if sides else ([], [], [])
             if len(found[0]) > len(papers) or (len(found[0]) == len(papers) >= 2 and not found[1]):
