@@ -445,13 +445,13 @@ class Planner:
                 and self.side_reader is not None):
             # the phrase reading found fewer than two papers, or a side that names none: the
             # model copies out the words naming each paper ("Both the sycophancy paper and the
-            # mode-collapse / typicality-bias paper …"), taken when they find more papers. Not
+            # mode-collapse / typicality-bias paper …"), taken when they find two papers or more. Not
             # for "how does A compare to B", whose B (often work from elsewhere) keeps a
             # question's bar: its sides are read by structure
             sides = [s for s in self.side_reader(q.message) if not any(names_paper(s, p) for p in focus)]
             found = self._sides(sides, focus, filters, shown) if sides else ([], [], [])
-            if len(found[0]) > len(papers) or (len(found[0]) == len(papers) >= 2 and not found[1]):
-                papers, missing, retrieved = found
+            if len(found[0]) >= 2 and (len(found[0]) > len(papers) or not found[1]):
+                papers, missing, retrieved = found  # never one paper: that is no comparison
         if len(papers) < 2 and not focus:
             # "Is there X? Also, what do they find about Y vs Z?": a comparison word inside a
             # question of several parts, each describing something ("how do they differ
