@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 import re
 from functools import lru_cache
+from typing import Sequence
 
 # Words that carry no topic: question scaffolding and research boilerplate. A question whose
 # remaining terms are all absent from a paper is not about that paper, however close the
@@ -75,7 +76,9 @@ def stems(text: str) -> set[str]:
     return out
 
 
-def common_prefix(a: str, b: str) -> int:
+def common_prefix(a: Sequence, b: Sequence) -> int:
+    """How many leading items of `a` and `b` are equal (characters of two words, tokens of two
+    prompts)."""
     n = 0
     for x, y in zip(a, b):
         if x != y:

@@ -278,24 +278,32 @@ def _next_token_probabilities(llama, prompt, openings):
     return p / p.sum()
 
 
+def _fresh_then_kept(llama, target, prompts):
+    """The next-token probabilities after `target` on a fresh cache, and the first turns kept
+    by reading `prompts` in order from an empty cache."""
+    from assistant.llm.kvcache import Openings
+
+    llama.n_tokens = 0
+    fresh = _next_token_probabilities(llama, target, Openings())
+    openings = Openings()
+    llama.n_tokens = 0
+    for prompt in prompts:
+        _next_token_probabilities(llama, prompt, openings)
+    return fresh, openings
+
+
 @needs_smol
 def test_a_prompt_starts_from_its_kept_first_turn(smol, monkeypatch):
     """An answer's system turn, evaluated once, is put back after a reading under another
     system turn moved the cache on; what the model then reads is what it reads on a fresh cache."""
-    from assistant.llm.kvcache import Openings, first_turn_end
+    from assistant.llm.kvcache import first_turn_end
 
     llama = smol.load()
     answer_turn = "You answer questions about geography. Be brief and exact, and cite your sources."
     first = _chatml(llama, answer_turn, "Is Paris in France?")
     reading = _chatml(llama, "You judge whether a paper answers a question.", "Is this paper about sampling?")
     second = _chatml(llama, answer_turn, "Is Rome in Italy?")
-    llama.n_tokens = 0
-    fresh = _next_token_probabilities(llama, second, Openings())
-
-    openings = Openings()
-    llama.n_tokens = 0
-    for prompt in (first, reading):
-        _next_token_probabilities(llama, prompt, openings)
+    fresh, openings = _fresh_then_kept(llama, second, (first, reading))
     assert len(openings) == 2  # each system turn kept once
     evaluated: list[int] = []
     real_eval = llama.eval
@@ -309,17 +317,11 @@ def test_a_prompt_starts_from_its_kept_first_turn(smol, monkeypatch):
 @needs_smol
 def test_a_snapshot_llama_cpp_refuses_is_dropped_and_the_turn_evaluated_again(smol, monkeypatch):
     import llama_cpp
-    from assistant.llm.kvcache import Openings
 
     llama = smol.load()
     prompt = _chatml(llama, "You answer questions about geography.", "Is Paris in France?")
     other = _chatml(llama, "You judge papers.", "Is this paper about sampling?")
-    llama.n_tokens = 0
-    fresh = _next_token_probabilities(llama, prompt, Openings())
-    openings = Openings()
-    llama.n_tokens = 0
-    for p in (prompt, other):
-        _next_token_probabilities(llama, p, openings)
+    fresh, openings = _fresh_then_kept(llama, prompt, (prompt, other))
     assert len(openings) == 2
     calls = []
 

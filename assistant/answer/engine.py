@@ -178,15 +178,19 @@ class AnswerEngine:
     def _expand(self, question: str) -> str:
         """The abstract of a paper that would answer `question`, written by the model that reads
         candidates (for the second look: answer/plan.py), or "" when none can."""
-        llm = self._reading_llm if self._reader() is not None else None
-        return _written(llm, "expand", question, max_tokens=self.settings.relevance.second_look_tokens)
+        return _written(self._reading_model(), "expand", question,
+                        max_tokens=self.settings.relevance.second_look_tokens)
 
     def _side_words(self, message: str) -> list[str]:
         """The words of a comparison request that name or describe each paper it compares, as
         the model that reads candidates copies them out (`sides.copied_sides` keeps only words
         the message has); [] when no model can."""
-        llm = self._reading_llm if self._reader() is not None else None
-        return copied_sides(_written(llm, "sides", message, max_tokens=SIDE_WORDS_TOKENS), message)
+        written = _written(self._reading_model(), "sides", message, max_tokens=SIDE_WORDS_TOKENS)
+        return copied_sides(written, message)
+
+    def _reading_model(self):
+        """The model that reads candidates (`_reader`), or None when none can."""
+        return self._reading_llm if self._reader() is not None else None
 
     def _stream_llm(self, llm, prompt: str, max_tokens: int) -> Iterator[tuple[str, object]]:
         """("waiting", ahead)... while the model is busy, then ("text", delta)..."""

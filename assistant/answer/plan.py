@@ -449,7 +449,7 @@ class Planner:
             # for "how does A compare to B", whose B (often work from elsewhere) keeps a
             # question's bar: its sides are read by structure
             sides = [s for s in self.side_reader(q.message) if not any(names_paper(s, p) for p in focus)]
-            found = self._sides(sides, focus, filters, shown) if sides else ([], [], [])
+            found = self._sides(sides, focus, filters, shown)
             if len(found[0]) >= 2 and (len(found[0]) > len(papers) or not found[1]):
                 papers, missing, retrieved = found  # never one paper: that is no comparison
         if len(papers) < 2 and not focus:

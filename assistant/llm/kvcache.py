@@ -21,18 +21,10 @@ import weakref
 from collections import OrderedDict
 from typing import Any, Optional
 
+from ..text import common_prefix
+
 OPENINGS_KEPT = 4  # first turns kept per model (the readings' and the answers' are two)
 SEQUENCE = 0  # llama-cpp-python evaluates every prompt in sequence 0
-
-
-def shared_prefix(cached: Any, prompt: list[int]) -> int:
-    """How many leading tokens of `prompt` equal the cached ones."""
-    shared = 0
-    for a, b in zip(cached, prompt):
-        if a != b:
-            break
-        shared += 1
-    return shared
 
 
 def first_turn_end(llama: Any, prompt: list[int]) -> int:
@@ -120,7 +112,7 @@ def openings_of(llama: Any) -> Openings:
 def reuse_prefix(llama: Any, prompt: list[int], openings: Optional[Openings] = None) -> None:
     """Keep the KV cache of the tokens this prompt shares with the last one, or start from a
     kept first turn (`Openings`), and evaluate the rest but its last token."""
-    shared = shared_prefix(llama.input_ids[: llama.n_tokens], prompt[:-1])
+    shared = common_prefix(llama.input_ids[: llama.n_tokens], prompt[:-1])
     openings = openings if openings is not None else openings_of(llama)
     shared = openings.start(llama, prompt, shared)
     llama.n_tokens = shared  # eval drops the KV cache from here on
