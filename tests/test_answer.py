@@ -166,6 +166,24 @@ def test_out_of_corpus_question_abstains_and_cites_nothing(pa):
     assert "[" not in answer.answer
 
 
+def _rewriting(pa, rewrite: bool, query: str) -> PaperAssistant:
+    """An assistant on `pa`'s store whose model rewrites every question as `query` (and says
+    the same as its answer), with the reading off so that only the gate judges."""
+    policy = pa.settings.relevance.model_copy(update={"rewrite": rewrite, "reading": "off"})
+    settings = pa.settings.model_copy(update={"relevance": policy})
+    return answered_by(PaperAssistant(settings, store=pa.store), ScriptedLLM(reply=query, seen=[]))
+
+
+def test_rewrite_judges_a_refused_paraphrase_again_in_the_model_s_terms(pa):
+    question = "Which paper explains why preference tuning makes models agree with users too much?"
+    query = "sycophancy in large language models after reinforcement learning from human feedback"
+    assert _rewriting(pa, False, query).ask(question).abstained  # the gate alone refuses it
+    answer = _rewriting(pa, True, query).ask(question)
+    assert not answer.abstained and first_authors(answer) == ["Itai Shapira"]
+    off_topic = _rewriting(pa, True, "protein folding in yeast").ask(question)
+    assert off_topic.abstained and not off_topic.citations  # a rewrite passes the same gate or nothing
+
+
 def test_followup_resolves_it_to_the_previous_paper(pa):
     first = pa.ask("Which paper is about Kolmogorov-Arnold Networks?")
     history = [Turn(role="user", content="Which paper is about Kolmogorov-Arnold Networks?"), first.as_turn()]
