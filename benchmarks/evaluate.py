@@ -55,6 +55,10 @@ DEFAULT_SETS = {
     # a fourth (2026-12-04, twentieth session), scored before any change for it
     "arxiv_math-reworded-4": ("arxiv_math", QUESTIONS / "arxiv_math_reworded_4.jsonl"),
     "ml_conf-reworded-4": ("ml_conf", QUESTIONS / "ml_conf_reworded_4.jsonl"),
+    # a fifth (2026-12-05, twenty-fourth session), its out-of-corpus questions near misses,
+    # scored before any change for it
+    "arxiv_math-reworded-5": ("arxiv_math", QUESTIONS / "arxiv_math_reworded_5.jsonl"),
+    "ml_conf-reworded-5": ("ml_conf", QUESTIONS / "ml_conf_reworded_5.jsonl"),
     # blind: described comparisons, "those two", follow-ups about a paper in focus (details and
     # author counts), multi-part questions, comparisons with a side (or both) not in the corpus
     "seed-conversations": ("seed", QUESTIONS / "seed_conversations.jsonl"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from assistant.answer.evidence import Source, evidence_for, own_sentences
+from assistant.answer.compose import aspect_sentences
 from assistant.answer.ground import Grounder, clauses, dropped_hedges, makes_claim
 from assistant.config import CitationPolicy, load_settings
 from assistant.types import Paper
@@ -188,3 +189,23 @@ def test_a_claim_under_another_papers_marker_than_the_one_it_names_is_dropped(se
     assert grounder.verdict(swapped, SOURCES).why == "names another paper"
     assert grounder.verdict("Top-W is a geometry-aware truncation rule for decoding [1].", SOURCES).kept
     assert grounder.verdict("It is a geometry-aware truncation rule for decoding [1].", SOURCES).kept
+
+
+DAISI_LIKE = [
+    "Data assimilation is a cornerstone of scientific applications.",
+    "Classical methods, such as the ensemble Kalman filter, rely on Gaussian approximations that break for complex dynamics.",
+    "To address this limitation, we introduce DAISI, a filtering algorithm built on generative models.",
+    "Experiments on nonlinear systems show that DAISI achieves accurate filtering where traditional methods struggle.",
+]
+
+
+def test_a_papers_approach_is_its_own_line_and_the_problem_the_line_before():
+    # "To address this limitation, we introduce …" is what the paper does, though it also names a
+    # limitation; the problem row then takes the line before it, and no row says what the paper
+    # does with a line on earlier work (the listing's gist was "Classical methods … rely on …")
+    paper = Paper(paper_id="d", title="DAISI", abstract=" ".join(DAISI_LIKE))
+    aspects = aspect_sentences(paper)
+    assert aspects["Approach"] == DAISI_LIKE[2]
+    assert aspects["Problem"] == DAISI_LIKE[1]
+    assert DAISI_LIKE[3] in (aspects["Evidence"], aspects["Key result"])
+    assert DAISI_LIKE[0] not in aspects.values() and DAISI_LIKE[1] != aspects["Evidence"]

@@ -298,7 +298,7 @@ def test_corpus_upload_good_file_then_bad_file(page, tmp_path):
     good = tmp_path / "more_papers.jsonl"
     good.write_text("\n".join(json.dumps(r) for r in GOOD_JSONL) + "\n", encoding="utf-8")
     page.set_input_files("#pa-upload input[type='file']", str(good))
-    page.wait_for_selector("#pa-upload :text('more_papers.jsonl')")
+    page.wait_for_selector("#pa-upload :text('more_papers.jsonl')", timeout=60_000)  # sent to the server first
     page.click("#pa-upload-btn")
     page.wait_for_selector("#pa-upload-status .ok", timeout=60_000)
     assert _papers_shown(page) == before + 2
@@ -316,7 +316,7 @@ def test_corpus_upload_good_file_then_bad_file(page, tmp_path):
                    + '{"id": "bad", "title": "Broken", "abstract": \n', encoding="utf-8")
     page.locator("#pa-upload button[aria-label='Clear']").first.click()
     page.set_input_files("#pa-upload input[type='file']", str(bad))
-    page.wait_for_selector("#pa-upload :text('broken.jsonl')")
+    page.wait_for_selector("#pa-upload :text('broken.jsonl')", timeout=60_000)
     page.click("#pa-upload-btn")
     page.wait_for_selector("#pa-upload-status .err", timeout=60_000)
     message = page.inner_text("#pa-upload-status")

@@ -12,7 +12,7 @@ from typing import Optional
 from ..prompts import render
 from ..types import ET_AL, Paper
 from .aspects import ASPECT_CUES
-from .evidence import FIGURE_RE, QUANTITY_RE, Source, safe_sentences
+from .evidence import FIGURE_RE, QUANTITY_RE, Source, own_sentences, safe_sentences
 from ..text import shorten, stems, terms
 
 # the comparison table's rows → the cue words of that aspect (aspects.py)
@@ -102,24 +102,39 @@ def prompt_name(paper: Paper) -> str:
     return surname if len(paper.authors) == 1 else f"{surname} et al."
 
 
+# What the paper does is chosen first: "To address this limitation, we introduce X" also reads
+# as a problem, and the problem row taking it left the approach to the field's opening lines.
+ASPECT_ORDER = ("Approach", "Problem", "Evidence", "Key result")
+
+
 def aspect_sentences(paper: Paper) -> dict[str, str]:
-    """One abstract sentence per comparison aspect, each used once, falling back by position."""
+    """One abstract sentence per comparison aspect, each used once, falling back by position.
+    All but the problem come from the paper's own voice (`own_sentences`): an abstract's
+    opening lines on earlier work are not what the paper does or finds."""
     sents = safe_sentences(paper)
-    chosen: dict[str, str] = {}
-    used: set[int] = set()
-    for aspect, pattern in ASPECTS.items():
-        candidates = [i for i, s in enumerate(sents) if i not in used and pattern.search(s)]
+    own = own_sentences(sents)
+    chosen: dict[str, int] = {}
+    for aspect in ASPECT_ORDER:
+        pool = range(len(sents)) if aspect == "Problem" else own
+        candidates = [i for i in pool if i not in chosen.values() and ASPECTS[aspect].search(sents[i])]
         if aspect == "Key result":
             candidates = list(reversed(candidates))  # results are stated late in an abstract
         if candidates:
-            used.add(candidates[0])
-            chosen[aspect] = sents[candidates[0]]
-    fallback = {"Problem": 0, "Approach": 1, "Evidence": len(sents) - 2, "Key result": len(sents) - 1}
-    for aspect, pos in fallback.items():
-        if aspect not in chosen and sents:
-            i = min(max(pos, 0), len(sents) - 1)
-            chosen[aspect] = sents[i] if i not in used else "—"
-    return chosen
+            chosen[aspect] = candidates[0]
+        elif sents:
+            chosen[aspect] = _aspect_by_position(aspect, len(sents), own, chosen)
+    return {a: (sents[chosen[a]] if chosen[a] >= 0 else "—") for a in ASPECTS if a in chosen}
+
+
+def _aspect_by_position(aspect: str, n: int, own: list[int], chosen: dict[str, int]) -> int:
+    """Where an aspect no cue found usually is (-1: that sentence is taken): the approach at the
+    first sentence in the authors' voice, the problem just before the approach, evidence and
+    result at the end."""
+    approach = chosen.get("Approach", 1)
+    at = {"Approach": own[0] if own else 1, "Problem": approach - 1 if approach > 0 else 0,
+          "Evidence": n - 2, "Key result": n - 1}[aspect]
+    at = min(max(at, 0), n - 1)
+    return -1 if at in chosen.values() else at
 
 
 def cell(text: str, n: int) -> str:
