@@ -59,6 +59,9 @@ DEFAULT_SETS = {
     # scored before any change for it
     "arxiv_math-reworded-5": ("arxiv_math", QUESTIONS / "arxiv_math_reworded_5.jsonl"),
     "ml_conf-reworded-5": ("ml_conf", QUESTIONS / "ml_conf_reworded_5.jsonl"),
+    # 24 pairs around one paper each: a question it answers and a near miss no paper answers
+    # (2026-12-05, twenty-fourth session), scored before any change for it
+    "arxiv_math-nearmiss-6": ("arxiv_math", QUESTIONS / "arxiv_math_nearmiss_6.jsonl"),
     # blind: described comparisons, "those two", follow-ups about a paper in focus (details and
     # author counts), multi-part questions, comparisons with a side (or both) not in the corpus
     "seed-conversations": ("seed", QUESTIONS / "seed_conversations.jsonl"),

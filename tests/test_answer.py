@@ -646,8 +646,13 @@ def test_a_comparison_the_phrase_reading_misses_takes_the_sides_the_model_copies
 def test_the_sides_the_model_writes_must_be_words_of_the_message():
     message = "How does DualGraph differ from Meta Context Engineering?"
     assert copied_sides('- "DualGraph"\n- Meta Context Engineering.', message) == ["DualGraph", "Meta Context Engineering"]
-    # an invented or bent side is no side; one side alone is no comparison
+    # an invented side is no side; one side alone is no comparison
     assert copied_sides("DualGraph\nMeta-learning for context", message) == []
-    assert copied_sides("DualGraph memory\nMeta Context Engineering", message) == []
+    # a bent side is taken back as the message has it, when at least half of it is the message's
+    assert copied_sides("DualGraph memory\nMeta Context Engineering", message) == ["DualGraph", "Meta Context Engineering"]
+    assert copied_sides("Top-W Sampling\nVerbalized Sampling",
+                        "Top-W vs Verbalized Sampling: both claim to fix diversity, which one works at decoding time?"
+                        ) == ["Top-W", "Verbalized Sampling"]
+    assert copied_sides("DualGraph\nthe quantum annealing memory paper", message) == []
     # the model copying the whole request back gives no side
     assert copied_sides(f"Paper 1: {message}\nPaper 2: DualGraph", message) == []

@@ -352,6 +352,12 @@ from assistant.answer.query import (asks_previous_papers, paper_id_in, similar_t
     ("I would like a summary of causal inference", "summary"),
     ("Compare Top-W with Verbalized Sampling", "compare"),
     ("Which paper studies backdoor attacks?", "question"),
+    # "anything like that?" after a description asks for a paper doing what it describes
+    ("Is there anything similar to the PINN natural gradient paper?", "similar"),
+    ("For a car joining a highway, I want a planner that keeps a cautious fallback plan ready. "
+     "Anything like that?", "question"),
+    ("For outlier detection I need a probability-like score of how unusual each point is. Is there "
+     "a loss-minimisation treatment that recovers something like the one-class SVM?", "question"),
 ])
 def test_similar_and_table_requests(message, intent):
     assert detect_intent(message) == intent

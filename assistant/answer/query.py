@@ -882,9 +882,16 @@ PREVIOUS_PAPERS_RE = re.compile(
     r"^\W*(?:them|these|those|these papers|those papers|the above)\W*$", re.I)
 
 
+# content words before "anything like …" that make it part of a question described in them:
+# "<a planner that …>. Anything like that?" asks for a paper doing that, not for neighbours of
+# the last answer's paper; "Is there anything similar to the KAN paper?" has none
+SIMILAR_PRELUDE_TERMS = 4
+
+
 def detect_new_intent(message: str) -> Optional[Intent]:
     """"similar" or "table" when the message asks for one, else None."""
-    if SIMILAR_RE.search(message):
+    m = SIMILAR_RE.search(message)
+    if m and len(terms(message[:m.start()])) < SIMILAR_PRELUDE_TERMS:
         return "similar"
     if TABLE_RE.search(message):
         return "table"

@@ -226,15 +226,32 @@ LIST_MARK_RE = re.compile(r"^\s*(?:[-*•]|\d+[.)]|\(\d+\)|paper\s+\d+\s*:)\s*",
 
 
 def copied_sides(written: str, message: str) -> list[str]:
-    """The lines of `written` (the model's sides of a comparison, one a line) that are words of
-    `message` as it has them, once each: a side the model made up, or bent, is not a side the
-    user asked for. [] unless at least two remain."""
+    """The lines of `written` (the model's sides of a comparison, one a line) as the words of
+    `message` have them (`_as_the_message_says`), once each: a side the model made up is not a
+    side the user asked for. [] unless at least two remain."""
     said = " ".join(normalise(message).split())
     most = len(said.split()) / 2  # a side is part of the message, never most of it
     sides: list[str] = []
     for line in written.splitlines():
-        side = LIST_MARK_RE.sub("", line).strip().strip("\"'“”‘’`").strip(" .,;:")
-        words = " ".join(normalise(side).split())
-        if side and words in said and len(words.split()) <= most and side not in sides:
+        side = _as_the_message_says(LIST_MARK_RE.sub("", line).strip().strip("\"'“”‘’`").strip(" .,;:"), said)
+        if side and len(side.split()) <= most and side not in sides:
             sides.append(side)
     return sides if len(sides) >= 2 else []
+
+
+def _as_the_message_says(side: str, said: str) -> str:
+    """`side` when the message (`said`, normalised) has it word for word; else its longest run of
+    words the message has, when that run is at least half of it and holds a content word (the
+    small model bends names: "Top-W Sampling" for "Top-W vs Verbalized Sampling" gives "Top-W");
+    else ""."""
+    words, shown = normalise(side).split(), side.split()
+    if " ".join(words) in said:
+        return side
+    for size in range(len(words) - 1, 0, -1):
+        if 2 * size < len(words):
+            break
+        for i in range(len(words) - size + 1):
+            run = " ".join(words[i:i + size])
+            if terms(run) and re.search(rf"(?<![\w-]){re.escape(run)}(?![\w-])", said):
+                return " ".join(shown[i:i + size])
+    return ""
