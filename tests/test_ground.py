@@ -170,6 +170,15 @@ def test_a_papers_own_lines_leave_out_its_field_and_earlier_work():
     third_person = ["Graph networks are popular.", "A pooling layer is described and evaluated."]
     assert own_sentences(third_person) == [0, 1]
     assert own_sentences(["Dropout is studied.", "A new schedule is proposed."]) == [1]
+    # lines a later line answers ("To mitigate, we …") state the problem: the method that fails
+    # is the earlier one, though the abstract opened in the authors' voice
+    spectral = ["We address causal effect estimation with instruments.",
+                "An established approach uses learned spectral features.",
+                "Consequently, the method can fail when the causal function is poorly represented.",
+                "To mitigate, we introduce Augmented Spectral Feature Learning.",
+                "It learns features outcome-aware.",
+                "To further speed it up, we use a low-rank solver."]
+    assert own_sentences(spectral) == [0, 3, 4, 5]
 
 
 def test_a_summarys_evidence_is_from_the_papers_own_lines(seed_assistant):

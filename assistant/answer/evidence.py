@@ -166,16 +166,33 @@ CITES_OTHERS_RE = re.compile(r"\bet al\b|\\cite\w*\{|\(\s*[A-Z][\w-]+(?:\s+(?:&|
                              r"(?:19|20)\d\d[a-z]?\s*\)")
 
 
+# A line in the authors' voice that answers a problem the lines before it state: "To mitigate,
+# we introduce …", "To address these limitations, our …" (not "To further improve it, we …").
+ANSWERS_ABOVE_RE = re.compile(r"^\W*to\s+(?:address|mitigate|overcome|tackle|remedy|alleviate|resolve|"
+                              r"circumvent|fix|close|bridge|fill)\b", re.I)
+
+
 def own_sentences(sents: list[str]) -> list[int]:
     """Indices of the sentences that speak for the paper itself: from its first sentence in the
     authors' voice on (an abstract opens with its field and earlier work), without those that
     cite other work and do not speak of the authors' own ("Recent work by Han et al. (2016)
-    propose …"). An abstract never in the authors' voice is all its own."""
-    first = next((i for i, s in enumerate(sents) if OWN_VOICE_RE.search(s)), None)
-    if first is None:
+    propose …"), and without the lines, not in the authors' voice, that a later line answers
+    ("An established approach is … Consequently, the method can fail … To mitigate, we
+    introduce …": the method that fails is the earlier one). An abstract never in the authors'
+    voice is all its own."""
+    voiced = [bool(OWN_VOICE_RE.search(s)) for s in sents]
+    if not any(voiced):
         return list(range(len(sents)))
+    first = voiced.index(True)
     return [i for i in range(first, len(sents))
-            if OWN_VOICE_RE.search(sents[i]) or not CITES_OTHERS_RE.search(sents[i])]
+            if voiced[i] or not (CITES_OTHERS_RE.search(sents[i]) or _answered_below(sents, voiced, i))]
+
+
+def _answered_below(sents: list[str], voiced: list[bool], i: int) -> bool:
+    """Is line i, not in the authors' voice, among the lines that the next line in their voice
+    answers ("To mitigate, we …")? Such lines state the problem, not what the paper does."""
+    after = next((j for j in range(i + 1, len(sents)) if voiced[j]), None)
+    return after is not None and bool(ANSWERS_ABOVE_RE.search(sents[after]))
 
 
 @dataclass
