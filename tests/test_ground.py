@@ -204,7 +204,7 @@ DAISI_LIKE = [
     "Data assimilation is a cornerstone of scientific applications.",
     "Classical methods, such as the ensemble Kalman filter, rely on Gaussian approximations that break for complex dynamics.",
     "To address this limitation, we introduce DAISI, a filtering algorithm built on generative models.",
-    "Experiments on nonlinear systems show that DAISI achieves accurate filtering where traditional methods struggle.",
+    "Experiments on challenging nonlinear systems show that DAISI achieves accurate filtering.",
 ]
 
 

@@ -115,7 +115,7 @@ def aspect_sentences(paper: Paper) -> dict[str, str]:
     own = own_sentences(sents)
     chosen: dict[str, int] = {}
     for aspect in ASPECT_ORDER:
-        pool = range(len(sents)) if aspect == "Problem" else own
+        pool = _problem_lines(sents, chosen.get("Approach", 0)) if aspect == "Problem" else own
         candidates = [i for i in pool if i not in chosen.values() and ASPECTS[aspect].search(sents[i])]
         if aspect == "Key result":
             candidates = list(reversed(candidates))  # results are stated late in an abstract
@@ -124,6 +124,13 @@ def aspect_sentences(paper: Paper) -> dict[str, str]:
         elif sents:
             chosen[aspect] = _aspect_by_position(aspect, len(sents), own, chosen)
     return {a: (sents[chosen[a]] if chosen[a] >= 0 else "—") for a in ASPECTS if a in chosen}
+
+
+def _problem_lines(sents: list[str], approach: int) -> list[int]:
+    """Where a paper's problem may be stated: anywhere before its approach, and after it in a
+    line that states no result ("Experiments on challenging systems show that X achieves …" is
+    a result, though it says "challenging")."""
+    return [i for i in range(len(sents)) if i < approach or not ASPECTS["Key result"].search(sents[i])]
 
 
 def _aspect_by_position(aspect: str, n: int, own: list[int], chosen: dict[str, int]) -> int:
