@@ -32,7 +32,7 @@ from typing import Sequence
 import numpy as np
 
 from .answer.themes import GENERIC
-from .text import STOPWORDS, stem
+from .text import STOPWORDS, as_written, label, stem
 from .types import Paper
 
 LABEL_SAMPLE = 300  # papers read per theme (seeded sample)
@@ -200,11 +200,15 @@ def longer_form(phrase: str, counts: Counter) -> str:
     return max(longer, key=lambda c: (c[0], len(c[1]), c[1]))[1] if longer else phrase
 
 
+CASE_SAMPLE = 300  # papers of a theme read for how its name's words are written ("LLM", "PCA")
+
+
 def name_groups(groups: Sequence[Sequence[Paper]], seed: int = 0) -> list[tuple[str, list[str]]]:
     """(name, phrases) of every theme; OTHER for a theme no phrase recurs in."""
     themes = theme_words(groups, seed)
     out = []
     for theme in range(len(groups)):
         phrases = pick_name(themes, theme)
-        out.append((", ".join(phrases).capitalize(), phrases) if phrases else (OTHER, []))
+        texts = [f"{p.title}. {p.abstract}" for p in groups[theme][:CASE_SAMPLE]]
+        out.append((label([as_written(ph, texts) for ph in phrases]), phrases) if phrases else (OTHER, []))
     return out

@@ -175,3 +175,25 @@ def enumerated(message: str) -> list[str]:
             pieces = [message[m.end():end].strip(" ,;") for m, end in zip(kept, ends)]
             return [re.sub(r"\s+(?:and|also)$", "", p, flags=re.I) for p in pieces if terms(p)]
     return []
+
+
+def as_written(phrase: str, texts: Sequence[str]) -> str:
+    """A lower-cased phrase as `texts` write it when they mostly write it with two capitals or
+    more ("llm" → "LLM", "relu" → "ReLU"); else lower-cased (a title's "Causal" stays
+    "causal")."""
+    found: dict[str, int] = {}
+    pattern = re.compile(rf"(?<![\w-]){re.escape(phrase)}(?![\w-])", re.I)
+    for text in texts:
+        for m in pattern.finditer(text):
+            found[m.group(0)] = found.get(m.group(0), 0) + 1
+    if not found:
+        return phrase
+    form, n = max(found.items(), key=lambda kv: kv[1])
+    capitals = sum(c.isupper() for c in form)
+    return form if capitals >= 2 and 2 * n >= sum(found.values()) else phrase
+
+
+def label(phrases: Sequence[str]) -> str:
+    """Phrases as a name: joined, the first letter raised ("LLM, agent", "Causal, feature")."""
+    text = ", ".join(phrases)
+    return text[:1].upper() + text[1:]

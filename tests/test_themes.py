@@ -69,3 +69,14 @@ def test_themes_returns_every_paper_once():
     out = themes(papers, v, "x", CorpusStats.build(papers), 0.5, 3)
     assert sorted(p.paper_id for t in out for p in t.papers) == [str(i) for i in range(5)]
     assert len(out) <= 3
+
+
+def test_a_theme_name_writes_its_words_as_the_papers_do():
+    from assistant.text import as_written, label
+
+    texts = ["LLM agents plan with tools.", "Agents built on an LLM forget.", "Causal Inference With LLM judges"]
+    assert as_written("llm", texts) == "LLM"
+    assert as_written("causal", texts + ["causal graphs and causal effects"]) == "causal"  # a title's capital is no name's
+    assert as_written("relu", ["ReLU units", "the ReLU", "relu"]) == "ReLU"
+    assert as_written("unseen", texts) == "unseen"
+    assert label(["agent", "LLM"]) == "Agent, LLM" and label(["pca", "matrix"]) == "Pca, matrix"

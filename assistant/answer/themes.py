@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..stats import CorpusStats
-from ..text import STOPWORDS, split_sentences, stem, terms
+from ..text import STOPWORDS, as_written, label, split_sentences, stem, terms
 from ..types import Paper
 
 # Words that describe research in general and never name a theme.
@@ -123,7 +123,10 @@ def theme_name(members: list[Paper], others: list[Paper], topic: str, stats: Cor
         chosen.append(phrase)
         if len(chosen) == 2:
             break
-    return ", ".join(chosen).capitalize() if chosen else "Other related papers"
+    if not chosen:
+        return "Other related papers"
+    texts = [f"{p.title}. {p.abstract}" for p in members]
+    return label([as_written(phrase, texts) for phrase in chosen])
 
 
 def themes(papers: list[Paper], vectors: np.ndarray, topic: str, stats: CorpusStats,
