@@ -120,3 +120,13 @@ def test_a_surname_the_collection_also_uses_as_a_word_is_not_a_named_author():
     assert authors_named("What did Mitchell Taylor work on?", stats) == ["mitchell a. taylor"]
     assert authors_named("What did Mitchell A. Taylor work on?", stats) == ["mitchell a. taylor"]
     assert authors_named("What is the Khellaf paper about?", stats) == ["rémi khellaf"]
+
+
+def test_a_full_name_counts_only_written_as_words():
+    # "Long He" is a full name inside "along heat flows": that question names no author (it was
+    # answered with his taxi-fleet paper at p 1.0)
+    papers = [Paper(paper_id="l", title="Taxi fleets", abstract="Fleet operations.", authors=["Long He"]),
+              Paper(paper_id="w", title="Wasserstein contraction", abstract="Heat flows.", authors=["Zhenhao Li"])]
+    stats = CorpusStats.build(papers)
+    assert authors_named("rigidity of Wasserstein contraction along heat flows", stats) == []
+    assert authors_named("What did Long He work on?", stats) == ["long he"]

@@ -218,8 +218,11 @@ def authors_named(query: str, stats: CorpusStats) -> list[str]:
 
 
 def full_names_in(query: str, stats: CorpusStats) -> list[str]:
+    """Corpus authors' full names the question writes as words ("Long He" is not in "along
+    heat")."""
     q = normalise(query)
-    return [name for name in stats.authors if len(name) > 4 and name in q]
+    return [name for name in stats.authors if len(name) > 4 and name in q
+            and re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", q)]
 
 
 def surname_mentions(query: str, stats: CorpusStats,
