@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from assistant.answer.intent import MODEL_PATH, IntentModel, message_vectors  # noqa: E402
-from assistant.answer.query import detect_intent  # noqa: E402
+from assistant.answer.query import detect_intent, rules_decide  # noqa: E402
 
 SETS = ROOT / "benchmarks" / "intent"
 C_GRID = (1.0, 4.0, 16.0, 64.0, 256.0)
@@ -82,11 +82,12 @@ def combined(model_labels: list[str], model_p: list[float], rules: list[str], co
     return [m if p >= confidence else r for m, p, r in zip(model_labels, model_p, rules)]
 
 
-def fired(model_labels: list[str], model_p: list[float], rules: list[str], confidence: float = 0.0,
-          default: str = "question") -> list[str]:
-    """The rules where they name a label other than their default (question); elsewhere the
-    model, where its probability reaches `confidence`."""
-    return [r if r != default else (m if p >= confidence else r) for m, p, r in zip(model_labels, model_p, rules)]
+def fired(model_labels: list[str], model_p: list[float], rules: list[str], confidence: float,
+          messages: list[str]) -> list[str]:
+    """The rules where they decide (`query.rules_decide`: a label other than their default,
+    question); elsewhere the model, where its probability reaches `confidence`."""
+    return [r if rules_decide(msg, r) else (m if p >= confidence else r)
+            for m, p, r, msg in zip(model_labels, model_p, rules, messages)]
 
 
 def read(model: IntentModel, X: np.ndarray) -> tuple[list[str], list[float]]:
@@ -139,16 +140,16 @@ def main() -> int:
     C = max(C_GRID, key=lambda c: (accuracy(cv[c][0], train_y), -c))
     labels, probs = cv[C]
     confidence = max(CONFIDENCE_GRID, key=lambda t: (accuracy(combined(labels, probs, rules_train, t), train_y), t))
-    fired_at = max([0.0] + CONFIDENCE_GRID, key=lambda t: (accuracy(fired(labels, probs, rules_train, t), train_y), -t))
+    fired_at = max([0.0] + CONFIDENCE_GRID, key=lambda t: (accuracy(fired(labels, probs, rules_train, t, train_msgs), train_y), -t))
     print(f"cross-validated on training: rules {accuracy(rules_train, train_y):.3f}, model {accuracy(labels, train_y):.3f} "
           f"(C={C}), confident {accuracy(combined(labels, probs, rules_train, confidence), train_y):.3f} "
-          f"(model where p >= {confidence}), fired {accuracy(fired(labels, probs, rules_train, fired_at), train_y):.3f} "
+          f"(model where p >= {confidence}), fired {accuracy(fired(labels, probs, rules_train, fired_at, train_msgs), train_y):.3f} "
           f"(model where the rules say question and p >= {fired_at})")
     model = fit(X, train_y, C)
     lab, p = read(model, X_test)
     rules_test = [detect_intent(m) for m in test_msgs]
     both = combined(lab, p, rules_test, confidence)
-    rules_fired = fired(lab, p, rules_test, fired_at)
+    rules_fired = fired(lab, p, rules_test, fired_at, test_msgs)
     scores = {"rules": accuracy(rules_test, test_y), "model": accuracy(lab, test_y),
               "confident": accuracy(both, test_y), "fired": accuracy(rules_fired, test_y)}
     print(f"test ({len(test_y)} messages, {dict(Counter(test_y))}):")

@@ -665,3 +665,22 @@ def test_two_papers_described_in_sentences_then_pointed_at_are_compared():
 ])
 def test_the_side_a_comparison_measures_against(message, against):
     assert parse(message, [], "compare").compared_against == against
+
+
+@pytest.mark.parametrize("message,decides", [
+    ("Compare Top-W with Verbalized Sampling", True),
+    ("How does DualGraph differ from Meta Context Engineering?", True),
+    ("What is the difference between KAN and MLP training?", True),
+    ("What do the two papers have in common?", True),
+    # "differs", "differently", "finite difference" inside a question describe, not compare:
+    # the intent model reads those messages
+    ("A classifier that stays safe if the true law differs from my sample: has this been worked out?", False),
+    ("compact finite difference scheme for a damped Timoshenko beam with error estimates?", False),
+    ("contextual bandit where similar people were treated differently", False),
+])
+def test_the_rules_decide_a_comparison_only_when_it_is_asked_for(message, decides):
+    from assistant.answer.query import rules_decide
+
+    assert detect_intent(message) == "compare"
+    assert rules_decide(message, "compare") is decides
+    assert rules_decide(message, "question") is False and rules_decide(message, "summary") is True

@@ -22,7 +22,7 @@ from ..types import Filters, Hit, Intent, LiteratureTable, Paper, TableRow, Turn
 from . import compose
 from .evidence import SentenceEmbeddings, Source, evidence_for, safe_sentences
 from .intent import asks_model, best, default_model as intent_model, focus_model, message_vectors
-from .query import Query, parse, shown_lists
+from .query import Query, parse, rules_decide, shown_lists
 from .reading import MAY_ANSWER, Read, Reader
 from .relevance import Judge, Judged, authors_named
 from .sides import describes_a_paper_here
@@ -106,7 +106,7 @@ class Planner:
         rules' reading `rules` (None: the rules' reading stands)."""
         if self.settings.intent == "rules":
             return None
-        if self.settings.intent == "rules_then_model" and rules != "question":
+        if self.settings.intent == "rules_then_model" and rules_decide(message, rules):
             return None  # the rules named an intent
         intent, p = best(intent_model(), self._message_vector(message))
         confidence = self.settings.intent_confidence

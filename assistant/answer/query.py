@@ -221,6 +221,23 @@ class Query:
         return [s for s in SIDES_SPLIT_RE.split(self.table_topic) if s.strip()]
 
 
+# A comparison asked for in so many words ("compare", "how does X differ from Y", "the
+# difference between"). The other words of COMPARE_RE ("differs", "differently", "finite
+# difference") also describe things inside a question ("… safe if the true
+# data-generating law differs from my sample …"): where only they fire, the intent model reads
+# the message (`rules_decide`).
+ASKS_TO_COMPARE_RE = re.compile(r"\b(?:compare|comparing|comparison|contrast|versus|vs\.?|in common|which is better|"
+                                r"differences? between|how\b[^.?!]*\b(?:differ|differs|different|relate|relates))\b",
+                                re.I)
+
+
+def rules_decide(message: str, intent: Intent) -> bool:
+    """Does the phrase rules' reading `intent` stand without the intent model
+    (Settings.intent rules_then_model)? Not their default (question), nor a comparison only a
+    word like "differ" suggests."""
+    return intent != "question" and (intent != "compare" or bool(ASKS_TO_COMPARE_RE.search(message)))
+
+
 def detect_intent(message: str) -> Intent:
     extra = detect_new_intent(message)  # "more like this", "make a table of …" (below)
     if extra:
