@@ -233,7 +233,6 @@ def surname_mentions(query: str, stats: CorpusStats,
     whose first name the question gives too ("Emily King" still names Emily J. King)."""
     q = normalise(query)
     in_full = {w for name in full_names for w in name.split()}
-    words = set(q.split())
     mentions = []
     for tok in re.findall(r"[^\W\d_][\w'-]*", query):
         low = normalise(tok)
@@ -244,10 +243,19 @@ def surname_mentions(query: str, stats: CorpusStats,
         bearers = sorted(stats.surnames.get(low, ()))
         if not bearers:
             continue
-        named = ([n for n in bearers if n.split()[0] in words]
+        named = ([n for n in bearers if _first_name_given(n, low, q)]
                  if used_as_word(low, bearers, stats) else bearers)
         mentions.append((tok, bearers, named))
     return mentions
+
+
+def _first_name_given(name: str, surname: str, q: str) -> bool:
+    """Does the question (normalised) give this author's first name besides the surname? A first
+    name that is the surname too ("Tian Tian") needs the word twice: "Tian functions" is no
+    one's name."""
+    first = name.split()[0]
+    said = re.findall(r"[^\W\d_][\w'-]*", q)
+    return said.count(first) > (1 if first == surname else 0)
 
 
 def used_as_word(surname: str, names: Sequence[str], stats: CorpusStats) -> bool:
