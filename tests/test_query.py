@@ -313,6 +313,11 @@ def test_a_side_describes_a_paper_here_only_in_enough_words_of_its_own(side, des
      ["I work on lichens. Which paper forecasts their growth?"]),
     ("Which paper forecasts lichen growth? I mean the paper with satellites.",
      ["Which paper forecasts lichen growth? I mean the paper with satellites."]),
+    # "and can be …" goes on saying what the question's method does; "and can it …" asks again
+    ("How do I forecast lichen growth in a way that uses satellites and can be run on a phone?",
+     ["How do I forecast lichen growth in a way that uses satellites and can be run on a phone?"]),
+    ("Which paper forecasts lichen growth, and can it run on a phone?",
+     ["Which paper forecasts lichen growth", "can it run on a phone?"]),
 ])
 def test_multi_part_questions_split(message, parts):
     assert split_parts(message) == parts

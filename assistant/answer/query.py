@@ -121,9 +121,11 @@ NOT_DESCRIPTORS = set(ORDINAL_WORDS) | set(COUNT_WORDS) | {"same", "other", "top
 
 # "..., and by how much ...", "who wrote it and what benchmarks does it use"
 QUESTION_END_RE = re.compile(r"(?<=\?)\s+")  # after a question mark: the next sentence
+# (an auxiliary before "be", "not" or "also" goes on the clause before: "… contains them as
+# special cases and can be estimated from trajectories" is one question)
 PART_SPLIT_RE = re.compile(
     r"(?:,\s*(?:and\s+)?|\s+and\s+|;\s*|\?\s+)(?=(?:also\s+)?(?:who|what|which|how|when|where|why|"
-    r"by how much|does|do|did|is|are|was|were|can|could)\b)", re.I)
+    r"by how much|(?:does|do|did|is|are|was|were|can|could)\b(?!\s+(?:be|not|also)\b))\b)", re.I)
 # a sentence that says it is another question: "…? and separately, one doing X", "…? Also Y"
 ANOTHER_PART_RE = re.compile(r"^\W*(?:and\s+)?(?:also|separately|additionally|plus)\b", re.I)
 
