@@ -177,12 +177,23 @@ def enumerated(message: str) -> list[str]:
     return []
 
 
+def words_pattern(phrase: str, flags: int = 0) -> re.Pattern:
+    """`phrase` as whole words: not inside a longer word or hyphenated name ("Long He" is not
+    in "along heat", "GAT" not in "GATs-like")."""
+    return re.compile(rf"(?<![\w-]){re.escape(phrase)}(?![\w-])", flags)
+
+
+def has_words(text: str, phrase: str) -> bool:
+    """Does `text` hold `phrase` as whole words (`words_pattern`)?"""
+    return words_pattern(phrase).search(text) is not None
+
+
 def as_written(phrase: str, texts: Sequence[str]) -> str:
     """A lower-cased phrase as `texts` write it when they mostly write it with two capitals or
     more ("llm" → "LLM", "relu" → "ReLU"); else lower-cased (a title's "Causal" stays
     "causal")."""
     found: dict[str, int] = {}
-    pattern = re.compile(rf"(?<![\w-]){re.escape(phrase)}(?![\w-])", re.I)
+    pattern = words_pattern(phrase, re.I)
     for text in texts:
         for m in pattern.finditer(text):
             found[m.group(0)] = found.get(m.group(0), 0) + 1

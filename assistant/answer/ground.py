@@ -15,7 +15,7 @@ from typing import Optional
 
 
 from ..config import CitationPolicy
-from ..text import distinctive_tokens, normalise, split_sentences, stems, terms
+from ..text import distinctive_tokens, has_words, normalise, split_sentences, stems, terms
 from .evidence import FIGURE_RE, SentenceEmbeddings, Source
 from .markers import MARKER_RE, parse_markers, renumber  # noqa: F401  (renumber: re-exported)
 
@@ -273,14 +273,10 @@ def names_of(paper) -> list[str]:
     return names
 
 
-def named_in(text: str, name: str) -> bool:
-    return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) is not None
-
-
 def names_another(claim: str, markers: list[int], by_n: dict[int, Source]) -> bool:
     """Does the claim name papers of this turn, none of them one its markers cite ("Top-W
     keeps …" under the marker of another paper, after the check re-pointed it there)?"""
-    named = {n for n, src in by_n.items() if any(named_in(claim, x) for x in names_of(src.paper))}
+    named = {n for n, src in by_n.items() if any(has_words(claim, x) for x in names_of(src.paper))}
     return bool(named) and not named & set(markers)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import TypeVar
 
-from ..text import distinctive_tokens, normalise, terms
+from ..text import distinctive_tokens, has_words, normalise, terms
 from ..types import Paper
 
 J = TypeVar("J")  # a judged candidate: anything with a `.paper`
@@ -103,5 +103,5 @@ def named_in_abstract(target: str, judged: list[J]) -> list[J]:
 def _spells(name: str, paper: Paper) -> bool:
     """The name's tokens as written, case and all: "PETS" is not "pets"."""
     text = paper.title + " " + paper.abstract
-    return all(re.search(rf"(?<![\w-]){re.escape(t)}(?![\w-])", text) for t in distinctive_tokens(name))
+    return all(has_words(text, t) for t in distinctive_tokens(name))
 

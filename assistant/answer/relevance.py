@@ -25,7 +25,7 @@ import numpy as np
 
 from ..config import DATA_DIR, RelevancePolicy
 from ..stats import CorpusStats, PaperTerms
-from ..text import distinctive_tokens, normalise, split_sentences, stem, terms
+from ..text import distinctive_tokens, has_words, normalise, split_sentences, stem, terms
 from ..types import Hit
 
 MODEL_PATH = DATA_DIR / "relevance_model.json"
@@ -222,7 +222,7 @@ def full_names_in(query: str, stats: CorpusStats) -> list[str]:
     heat")."""
     q = normalise(query)
     return [name for name in stats.authors if len(name) > 4 and name in q
-            and re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", q)]
+            and has_words(q, name)]
 
 
 def surname_mentions(query: str, stats: CorpusStats,
@@ -233,6 +233,7 @@ def surname_mentions(query: str, stats: CorpusStats,
     whose first name the question gives too ("Emily King" still names Emily J. King)."""
     q = normalise(query)
     in_full = {w for name in full_names for w in name.split()}
+    said = re.findall(r"[^\W\d_][\w'-]*", q)  # the question's words, for first names
     mentions = []
     for tok in re.findall(r"[^\W\d_][\w'-]*", query):
         low = normalise(tok)
@@ -243,18 +244,17 @@ def surname_mentions(query: str, stats: CorpusStats,
         bearers = sorted(stats.surnames.get(low, ()))
         if not bearers:
             continue
-        named = ([n for n in bearers if _first_name_given(n, low, q)]
+        named = ([n for n in bearers if _first_name_given(n, low, said)]
                  if used_as_word(low, bearers, stats) else bearers)
         mentions.append((tok, bearers, named))
     return mentions
 
 
-def _first_name_given(name: str, surname: str, q: str) -> bool:
-    """Does the question (normalised) give this author's first name besides the surname? A first
-    name that is the surname too ("Tian Tian") needs the word twice: "Tian functions" is no
-    one's name."""
+def _first_name_given(name: str, surname: str, said: list[str]) -> bool:
+    """Does the question (its normalised words, `said`) give this author's first name besides the
+    surname? A first name that is the surname too ("Tian Tian") needs the word twice: "Tian
+    functions" is no one's name."""
     first = name.split()[0]
-    said = re.findall(r"[^\W\d_][\w'-]*", q)
     return said.count(first) > (1 if first == surname else 0)
 
 

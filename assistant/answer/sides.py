@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ..text import enumerated, normalise, terms
+from ..text import enumerated, has_words, normalise, terms
 
 # a clause after the names says how to compare, not what: "... as views on LLM failure modes"
 HOW = r"\s+(?:as|in terms of|with respect to|regarding|on how|in how|in what|when it comes to)\s+.*$"
@@ -252,6 +252,6 @@ def _as_the_message_says(side: str, said: str) -> str:
             break
         for i in range(len(words) - size + 1):
             run = " ".join(words[i:i + size])
-            if terms(run) and re.search(rf"(?<![\w-]){re.escape(run)}(?![\w-])", said):
+            if terms(run) and has_words(said, run):
                 return " ".join(shown[i:i + size])
     return ""
