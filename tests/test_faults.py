@@ -116,6 +116,7 @@ def _assert_extracts_with_notice(text: str, where: str) -> None:
     assert "Meta Context Engineering" in text, (where, text[:400])
 
 
+@pytest.mark.slow
 def test_model_server_down_before_the_answer_then_back(llm, tmp_path):
     """Killed before the question: page, CLI and /v1 (plain and streamed) answer 200 with the cited
     extracts and a visible notice; once the server is back, the next question uses it."""
@@ -150,6 +151,7 @@ def test_model_server_down_before_the_answer_then_back(llm, tmp_path):
     assert [c.paper_id for c in answer.citations][:1] == [MCE_ID]
 
 
+@pytest.mark.slow
 def test_model_server_killed_during_the_answer_then_back(llm, tmp_path, monkeypatch):
     """SIGKILLed after its first words: /v1 and the page answer with the cited extracts and the
     notice; the next question after it restarts uses it again."""
@@ -215,6 +217,7 @@ def test_model_dying_after_a_checked_sentence_still_ends_with_extracts(seed_assi
 
 # ============================================================================ 2. Chroma restarts
 
+@pytest.mark.slow
 def test_chroma_server_stopped_mid_session_then_restarted(tmp_path):
     """`serve --chroma-url`: while Chroma is down, /v1 is a 503 naming the server, the page's
     /chat and `search` say so; after it restarts on the same folder, the same `serve` answers."""
@@ -298,6 +301,7 @@ def killed_upload(tmp_path_factory, seed_template):
     serve.stop()
 
 
+@pytest.mark.slow
 def test_upload_killed_mid_ingest_leaves_a_consistent_store_and_resumes(killed_upload):
     after = killed_upload["after_kill"]
     assert after["consistent"], after
@@ -318,6 +322,7 @@ def test_upload_killed_mid_ingest_leaves_a_consistent_store_and_resumes(killed_u
     assert now["consistent"] and now["whole"] == 20 + UPLOAD_PAPERS and now["duplicate_ids"] == 0, now
 
 
+@pytest.mark.slow
 def test_two_uploads_at_once_from_two_sessions_both_land(killed_upload):
     """One writer at a time: the second upload waits in the "corpus" queue (concurrency 1) until
     the first is written, then lands; no paper is lost."""
@@ -356,6 +361,7 @@ def test_two_uploads_at_once_from_two_sessions_both_land(killed_upload):
 PAGE_CONVERSATIONS = 2  # benchmarks/faults.py runs 4 (and the local model)
 
 
+@pytest.mark.slow
 def test_sixteen_v1_and_page_conversations_at_once(tmp_path, seed_template):
     """16 two-turn /v1 conversations and 2 two-turn page conversations at the same time, backend
     `none`: every request answered (no 5xx, none dropped), each follow-up about its own paper."""

@@ -293,6 +293,7 @@ def test_serve_gives_the_local_model_llama_server_slots_by_default_when_built(tm
     assert backend_label(serving_settings(local)) == backend_label(local)
 
 
+@pytest.mark.slow
 @needs_smol
 def test_serve_answers_through_its_default_llama_server_after_the_warm_up(tmp_path):
     """The default `serve` (no --parallel) on a machine where `make run` built llama-server:

@@ -80,3 +80,23 @@ def test_a_theme_name_writes_its_words_as_the_papers_do():
     assert as_written("relu", ["ReLU units", "the ReLU", "relu"]) == "ReLU"
     assert as_written("unseen", texts) == "unseen"
     assert label(["agent", "LLM"]) == "Agent, LLM" and label(["pca", "matrix"]) == "Pca, matrix"
+
+
+def test_papers_that_share_no_phrase_are_other_related_papers_last():
+    """Four papers of which each phrase names two (a grab-bag the clustering had to make: the
+    seed overview once called one "Built, scalable") are named as what they are, and go last."""
+    from assistant.answer.themes import OTHER
+
+    bag = [_p("b1", "A dataset built with a renderer for relighting faces."),
+           _p("b2", "A scalable filtering algorithm built on flow models."),
+           _p("b3", "Scalable tessellations inside probabilistic circuits."),
+           _p("b4", "Spatial gene expression of cells from tissue images.")]
+    causal = [_p(f"c{i}", f"Causal effects estimated from confounded observational data, study {i}.")
+              for i in range(4)]
+    stats = CorpusStats.build(bag + causal)
+    assert theme_name(bag, causal, "", stats) == OTHER
+    assert "causal" in theme_name(causal, bag, "", stats).lower()
+    v = np.zeros((8, 4))
+    v[:4, 0], v[4:, 1] = 1.0, 1.0  # the bag first in the papers' order
+    out = themes(bag + causal, v, "", stats, 0.5, 2)
+    assert [t.name == OTHER for t in out] == [False, True] and len(out[1].papers) == 4

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # builds a wheel and a venv
+
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ["assistant", "prompts", "pyproject.toml", "setup.py", "MANIFEST.in", "README.md"]
 QUESTION = "Which paper studies backdoor attacks in federated learning?"

@@ -36,6 +36,9 @@ mathbb mathcal mathrm mathbf mathfrak operatorname frac emph
 """.split())
 
 
+OTHER = "Other related papers"  # a theme whose papers share no phrase
+
+
 @dataclass
 class Theme:
     name: str
@@ -99,14 +102,15 @@ def phrases(paper: Paper) -> Counter:
 
 def theme_name(members: list[Paper], others: list[Paper], topic: str, stats: CorpusStats,
                min_share: float = 0.5) -> str:
-    """Two phrases that recur in the theme's papers (in at least `min_share` of them), are rare
-    in the corpus and in the other themes, and are not the topic's own words."""
+    """Two phrases that recur in the theme's papers (in more than `min_share` of them: a phrase
+    half of four papers use does not say what the four share), are rare in the corpus and in
+    the other themes, and are not the topic's own words."""
     topic_stems = {stem(t) for t in terms(topic)}
     counts = [phrases(p) for p in members]
     inside = Counter(ph for c in counts for ph in c)  # papers using the phrase
     tf = sum(counts, Counter())
     outside = Counter(ph for p in others for ph in phrases(p))
-    need = 2 if len(members) == 1 else max(2, math.ceil(len(members) * min_share))
+    need = 2 if len(members) == 1 else max(2, math.floor(len(members) * min_share) + 1)
     scored = []
     for phrase, n in inside.items():
         recurs = tf[phrase] if len(members) == 1 else n
@@ -124,7 +128,7 @@ def theme_name(members: list[Paper], others: list[Paper], topic: str, stats: Cor
         if len(chosen) == 2:
             break
     if not chosen:
-        return "Other related papers"
+        return OTHER
     texts = [f"{p.title}. {p.abstract}" for p in members]
     return label([as_written(phrase, texts) for phrase in chosen])
 
@@ -139,7 +143,9 @@ def themes(papers: list[Paper], vectors: np.ndarray, topic: str, stats: CorpusSt
         members = [papers[i] for i in g]
         others = [papers[i] for i in range(len(papers)) if i not in g]
         out.append(Theme(theme_name(members, others, topic, stats), members))
-    return out
+    # the papers that share no phrase go last, under one heading
+    rest = [p for t in out if t.name == OTHER for p in t.papers]
+    return [t for t in out if t.name != OTHER] + ([Theme(OTHER, rest)] if rest else [])
 
 
 # Spherical k-means, shared by the collection map (assistant/map.py) and overviews (plan.py)
