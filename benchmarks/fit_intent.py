@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from assistant.answer.intent import MODEL_PATH, IntentModel, message_vectors  # noqa: E402
-from assistant.answer.query import detect_intent, rules_decide  # noqa: E402
+from assistant.answer.query import detect_intent, rules_then_model  # noqa: E402
 
 SETS = ROOT / "benchmarks" / "intent"
 C_GRID = (1.0, 4.0, 16.0, 64.0, 256.0)
@@ -84,9 +84,10 @@ def combined(model_labels: list[str], model_p: list[float], rules: list[str], co
 
 def fired(model_labels: list[str], model_p: list[float], rules: list[str], confidence: float,
           messages: list[str]) -> list[str]:
-    """The rules where they decide (`query.rules_decide`: a label other than their default,
-    question); elsewhere the model, where its probability reaches `confidence`."""
-    return [r if rules_decide(msg, r) else (m if p >= confidence else r)
+    """What the shipped way reads (`query.rules_then_model`): the rules where they decide;
+    elsewhere the model, where its probability reaches `confidence` (at any probability for a
+    comparison only a weak word suggests)."""
+    return [rules_then_model(msg, r, m, p, confidence)
             for m, p, r, msg in zip(model_labels, model_p, rules, messages)]
 
 

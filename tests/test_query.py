@@ -682,6 +682,9 @@ def test_the_side_a_comparison_measures_against(message, against):
     ("A classifier that stays safe if the true law differs from my sample: has this been worked out?", False),
     ("compact finite difference scheme for a damped Timoshenko beam with error estimates?", False),
     ("contextual bandit where similar people were treated differently", False),
+    # nor does "comparing" describing a paper or a practice
+    ("Is there a result comparing the number of conjugacy classes of homomorphisms?", False),
+    ("Reporting only the luckiest run when comparing network designs is misleading; is there a fix?", False),
 ])
 def test_the_rules_decide_a_comparison_only_when_it_is_asked_for(message, decides):
     from assistant.answer.query import rules_decide
@@ -689,3 +692,17 @@ def test_the_rules_decide_a_comparison_only_when_it_is_asked_for(message, decide
     assert detect_intent(message) == "compare"
     assert rules_decide(message, "compare") is decides
     assert rules_decide(message, "question") is False and rules_decide(message, "summary") is True
+
+
+def test_a_comparison_only_a_weak_word_suggests_is_what_the_model_reads_at_any_probability():
+    from assistant.answer.query import rules_then_model
+
+    weak = "Teaching research: instead of comparing two lesson schedules, can a few students each do?"
+    assert rules_then_model(weak, "compare", "question", 0.52, 0.75) == "question"
+    assert rules_then_model(weak, "compare", "compare", 0.40, 0.75) == "compare"
+    asked = "Compare Top-W with Verbalized Sampling"
+    assert rules_then_model(asked, "compare", "question", 0.99, 0.75) == "compare"  # the rules decide
+    # where the rules read a question, the model's reading needs its confidence
+    plain = "Which paper studies backdoor attacks?"
+    assert rules_then_model(plain, "question", "summary", 0.6, 0.75) == "question"
+    assert rules_then_model(plain, "question", "summary", 0.8, 0.75) == "summary"

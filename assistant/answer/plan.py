@@ -22,7 +22,7 @@ from ..types import Filters, Hit, Intent, LiteratureTable, Paper, TableRow, Turn
 from . import compose
 from .evidence import SentenceEmbeddings, Source, evidence_for, safe_sentences
 from .intent import asks_model, best, default_model as intent_model, focus_model, message_vectors
-from .query import Query, parse, rules_decide, shown_lists
+from .query import Query, parse, rules_decide, rules_then_model, shown_lists
 from .reading import MAY_ANSWER, Read, Reader
 from .relevance import Judge, Judged, authors_named
 from .sides import describes_a_paper_here
@@ -109,10 +109,12 @@ class Planner:
         if self.settings.intent == "rules_then_model" and rules_decide(message, rules):
             return None  # the rules named an intent
         intent, p = best(intent_model(), self._message_vector(message))
+        if self.settings.intent == "model":
+            return intent
         confidence = self.settings.intent_confidence
         if confidence is None:
             confidence = intent_model().provenance.get("confidence", 0.0)
-        return intent if self.settings.intent == "model" or p >= confidence else None
+        return rules_then_model(message, rules, intent, p, confidence)
 
     def _read_asks(self, message: str) -> Optional[str]:
         """What a follow-up asks about its paper, read by meaning (answer/intent.py), when the

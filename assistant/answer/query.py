@@ -228,7 +228,7 @@ class Query:
 # difference") also describe things inside a question ("… safe if the true
 # data-generating law differs from my sample …"): where only they fire, the intent model reads
 # the message (`rules_decide`).
-ASKS_TO_COMPARE_RE = re.compile(r"\b(?:compare|comparing|comparison|contrast|versus|vs\.?|in common|which is better|"
+ASKS_TO_COMPARE_RE = re.compile(r"\b(?:compare|comparison|contrast|versus|vs\.?|in common|which is better|"
                                 r"differences? between|how\b[^.?!]*\b(?:differ|differs|different|relate|relates))\b",
                                 re.I)
 
@@ -236,8 +236,20 @@ ASKS_TO_COMPARE_RE = re.compile(r"\b(?:compare|comparing|comparison|contrast|ver
 def rules_decide(message: str, intent: Intent) -> bool:
     """Does the phrase rules' reading `intent` stand without the intent model
     (Settings.intent rules_then_model)? Not their default (question), nor a comparison only a
-    word like "differ" suggests."""
+    word like "differ" or "comparing" suggests."""
     return intent != "question" and (intent != "compare" or bool(ASKS_TO_COMPARE_RE.search(message)))
+
+
+def rules_then_model(message: str, rules: Intent, model: Intent, p: float, confidence: float) -> Intent:
+    """Settings.intent rules_then_model: the rules' reading where it stands (`rules_decide`);
+    a comparison only a word like "differs" or "comparing" suggests is no reading to fall back
+    on, so the model's best reading stands for it at any probability; elsewhere the model's
+    where its probability reaches `confidence`, else the rules' (question)."""
+    if rules_decide(message, rules):
+        return rules
+    if rules == "compare":
+        return model
+    return model if p >= confidence else rules
 
 
 def detect_intent(message: str) -> Intent:
