@@ -289,9 +289,12 @@ def killed_upload(tmp_path_factory, seed_template):
             serve.kill()
 
     page = PageSession(serve.url)
-    with pytest.raises((httpx.HTTPError, RuntimeError)):  # the connection dies with the server
-        page.upload(papers, progress)
-    page.close()
+    try:
+        with pytest.raises((httpx.HTTPError, RuntimeError)):  # the connection dies with the server
+            page.upload(papers, progress)
+    finally:
+        page.close()
+        serve.stop()  # killed above; if the upload went otherwise, no server is left behind
     assert serve.proc.returncode == -9 and seen and seen[-1][0] < UPLOAD_PAPERS, seen
     settings = load_settings(llm_backend="none", store_dir=folder / "store")
     after_kill = store_consistency(settings)
