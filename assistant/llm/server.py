@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from .errors import BackendTimeout, ModelUnavailable
+from ..config import default_cache_dir
 from .turns import Turns, TurnTimeout
 from .openai import OpenAICompatible
 
@@ -46,7 +47,6 @@ LLAMA_BIN_ENV = "PAPER_ASSISTANT_LLAMA_BIN"
 
 def llama_cpp_tools() -> Optional[Path]:
     """The folder holding `llama-server` (and `llama-bench`), or None when not built."""
-    from assistant.config import default_cache_dir
 
     env = os.environ.get(LLAMA_BIN_ENV)
     folder = Path(env).expanduser() if env else default_cache_dir() / "llama-tools" / "bin"
