@@ -31,8 +31,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .answer.themes import GENERIC
-from .text import STOPWORDS, as_written, label, stem
+from .answer.themes import GENERIC, written_name
+from .text import STOPWORDS, stem
 from .types import Paper
 
 LABEL_SAMPLE = 300  # papers read per theme (seeded sample)
@@ -209,6 +209,6 @@ def name_groups(groups: Sequence[Sequence[Paper]], seed: int = 0) -> list[tuple[
     out = []
     for theme in range(len(groups)):
         phrases = pick_name(themes, theme)
-        texts = [f"{p.title}. {p.abstract}" for p in groups[theme][:CASE_SAMPLE]]
-        out.append((label([as_written(ph, texts) for ph in phrases]), phrases) if phrases else (OTHER, []))
+        name = written_name(phrases, groups[theme][:CASE_SAMPLE]) if phrases else OTHER
+        out.append((name, phrases))
     return out

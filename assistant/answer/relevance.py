@@ -217,6 +217,9 @@ def authors_named(query: str, stats: CorpusStats) -> list[str]:
     return found
 
 
+NAME_WORD_RE = re.compile(r"[^\W\d_][\w'-]*")  # a word that may be a name: "O'Neil", "Jean-Luc"
+
+
 def full_names_in(query: str, stats: CorpusStats) -> list[str]:
     """Corpus authors' full names the question writes as words ("Long He" is not in "along
     heat")."""
@@ -233,9 +236,9 @@ def surname_mentions(query: str, stats: CorpusStats,
     whose first name the question gives too ("Emily King" still names Emily J. King)."""
     q = normalise(query)
     in_full = {w for name in full_names for w in name.split()}
-    said = re.findall(r"[^\W\d_][\w'-]*", q)  # the question's words, for first names
+    said = NAME_WORD_RE.findall(q)  # the question's words, for first names
     mentions = []
-    for tok in re.findall(r"[^\W\d_][\w'-]*", query):
+    for tok in NAME_WORD_RE.findall(query):
         low = normalise(tok)
         if low in NOT_NAMES or len(low) < 4 or low in in_full:
             continue

@@ -12,6 +12,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
@@ -127,10 +128,14 @@ def theme_name(members: list[Paper], others: list[Paper], topic: str, stats: Cor
         chosen.append(phrase)
         if len(chosen) == 2:
             break
-    if not chosen:
-        return OTHER
-    texts = [f"{p.title}. {p.abstract}" for p in members]
-    return label([as_written(phrase, texts) for phrase in chosen])
+    return written_name(chosen, members) if chosen else OTHER
+
+
+def written_name(phrases: list[str], papers: Sequence[Paper]) -> str:
+    """Lower-cased phrases as a theme's name, each written as its papers write it ("LLM",
+    "ReLU")."""
+    texts = [f"{p.title}. {p.abstract}" for p in papers]
+    return label([as_written(phrase, texts) for phrase in phrases])
 
 
 def themes(papers: list[Paper], vectors: np.ndarray, topic: str, stats: CorpusStats,

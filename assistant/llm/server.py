@@ -30,15 +30,12 @@ import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import Any, Optional, Sequence
 
+from ..config import Settings, default_cache_dir
 from .errors import BackendTimeout, ModelUnavailable
-from ..config import default_cache_dir
 from .turns import Turns, TurnTimeout
 from .openai import OpenAICompatible
-
-if TYPE_CHECKING:  # pragma: no cover
-    from assistant.config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -47,13 +44,12 @@ LLAMA_BIN_ENV = "PAPER_ASSISTANT_LLAMA_BIN"
 
 def llama_cpp_tools() -> Optional[Path]:
     """The folder holding `llama-server` (and `llama-bench`), or None when not built."""
-
     env = os.environ.get(LLAMA_BIN_ENV)
     folder = Path(env).expanduser() if env else default_cache_dir() / "llama-tools" / "bin"
     return folder if (folder / "llama-server").is_file() else None
 
 
-def serving_settings(settings: "Settings") -> "Settings":
+def serving_settings(settings: Settings) -> Settings:
     """The settings `serve` runs with: an unset ``llm_server_parallel`` (None) becomes
     ``serve_parallel`` slots when the local model answers and llama-server is built, else 0
     (in-process, one answer at a time)."""
@@ -198,7 +194,7 @@ _SERVERS: dict[tuple, LlamaServer] = {}
 _SERVERS_LOCK = threading.Lock()
 
 
-def _server_for(settings: "Settings", model_path: Path) -> LlamaServer:
+def _server_for(settings: Settings, model_path: Path) -> LlamaServer:
     tools = llama_cpp_tools()
     if tools is None:
         raise ModelUnavailable(
@@ -217,7 +213,7 @@ def _server_for(settings: "Settings", model_path: Path) -> LlamaServer:
         return server
 
 
-def make_server_llm(settings: "Settings", model_path: Path):
+def make_server_llm(settings: Settings, model_path: Path):
     """The local model through a llama-server child with ``settings.llm_server_parallel``
     slots (started on first use, once per process), as an OpenAI-compatible LLM whose requests
     beyond the slots wait in a visible queue."""
