@@ -244,6 +244,12 @@ class Settings(BaseSettings):
     intent_confidence: Optional[float] = Field(
         None, description="The intent model's probability at which it reads a message the rules "
                           "leave at question (rules_then_model). None: the one fitted with it.")
+    intent_overrule: float = Field(
+        0.97, ge=0.0, le=1.0,
+        description="The intent model's probability at which its reading overrules a comparison "
+                    "that only \"vs\" or \"versus\" asks for (rules_then_model): \"e.g. tumour vs "
+                    "normal\" inside a question. Near certain, because \"A vs B: …\" is how many "
+                    "comparisons are asked.")
     # -- answering
     llm_backend: Literal["local", "openai", "none"] = "local"
     model_path: Optional[Path] = None  # any GGUF; default: the packaged Qwen2.5-Coder-1.5B

@@ -27,8 +27,10 @@ sys.path.insert(0, str(ROOT))
 
 from assistant.answer.intent import MODEL_PATH, IntentModel, message_vectors  # noqa: E402
 from assistant.answer.query import detect_intent, rules_then_model  # noqa: E402
+from assistant.config import Settings  # noqa: E402
 
 SETS = ROOT / "benchmarks" / "intent"
+OVERRULE = Settings().intent_overrule
 C_GRID = (1.0, 4.0, 16.0, 64.0, 256.0)
 CONFIDENCE_GRID = [round(x, 2) for x in np.arange(0.3, 0.96, 0.05)]
 
@@ -86,8 +88,8 @@ def fired(model_labels: list[str], model_p: list[float], rules: list[str], confi
           messages: list[str]) -> list[str]:
     """What the shipped way reads (`query.rules_then_model`): the rules where they decide;
     elsewhere the model, where its probability reaches `confidence` (at any probability for a
-    comparison only a weak word suggests)."""
-    return [rules_then_model(msg, r, m, p, confidence)
+    comparison only a weak word suggests; at Settings.intent_overrule for one only "vs" asks for)."""
+    return [rules_then_model(msg, r, m, p, confidence, OVERRULE)
             for m, p, r, msg in zip(model_labels, model_p, rules, messages)]
 
 

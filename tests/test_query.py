@@ -706,3 +706,19 @@ def test_a_comparison_only_a_weak_word_suggests_is_what_the_model_reads_at_any_p
     plain = "Which paper studies backdoor attacks?"
     assert rules_then_model(plain, "question", "summary", 0.6, 0.75) == "question"
     assert rules_then_model(plain, "question", "summary", 0.8, 0.75) == "summary"
+
+
+def test_a_comparison_only_vs_asks_for_stands_unless_the_model_is_near_certain():
+    from assistant.answer.query import asked_only_by_versus, rules_decide, rules_then_model
+
+    inside = "Given samples from two conditions, e.g. tumour vs normal, can I infer which links changed?"
+    asked = "Real NVP vs Glow: what did Glow change relative to Real NVP's coupling layers?"
+    assert detect_intent(inside) == detect_intent(asked) == "compare"
+    assert asked_only_by_versus(inside) and asked_only_by_versus(asked)
+    assert not rules_decide(inside, "compare")  # the model is asked
+    assert rules_then_model(inside, "compare", "question", 0.999, 0.75, 0.97) == "question"
+    assert rules_then_model(asked, "compare", "question", 0.77, 0.75, 0.97) == "compare"
+    # another word that asks for a comparison: the rules decide, whatever the model reads
+    both = "Compare Real NVP vs Glow"
+    assert not asked_only_by_versus(both) and rules_decide(both, "compare")
+    assert rules_then_model(both, "compare", "question", 0.999, 0.75, 0.97) == "compare"

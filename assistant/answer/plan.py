@@ -114,7 +114,7 @@ class Planner:
         confidence = self.settings.intent_confidence
         if confidence is None:
             confidence = intent_model().provenance.get("confidence", 0.0)
-        return rules_then_model(message, rules, intent, p, confidence)
+        return rules_then_model(message, rules, intent, p, confidence, self.settings.intent_overrule)
 
     def _read_asks(self, message: str) -> Optional[str]:
         """What a follow-up asks about its paper, read by meaning (answer/intent.py), when the

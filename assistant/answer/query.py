@@ -227,26 +227,41 @@ class Query:
 # difference between"). The other words of COMPARE_RE ("differs", "differently", "finite
 # difference") also describe things inside a question ("… safe if the true
 # data-generating law differs from my sample …"): where only they fire, the intent model reads
-# the message (`rules_decide`).
+# the message (`rules_decide`). "vs" asks for a comparison ("Real NVP vs Glow: …") but also
+# sits inside a description ("samples from two conditions, e.g. tumour vs normal, can I infer
+# …?"): where only it asks, the model may overrule it when it is near certain (`VERSUS`).
 ASKS_TO_COMPARE_RE = re.compile(r"\b(?:compare|comparison|contrast|versus|vs\.?|in common|which is better|"
                                 r"differences? between|how\b[^.?!]*\b(?:differ|differs|different|relate|relates))\b",
                                 re.I)
+VERSUS = {"vs", "vs.", "versus"}
+
+
+def asked_only_by_versus(message: str) -> bool:
+    """Is "vs" / "versus" the only word that asks for a comparison?"""
+    asked = {m.group(0).lower() for m in ASKS_TO_COMPARE_RE.finditer(message)}
+    return bool(asked) and asked <= VERSUS
 
 
 def rules_decide(message: str, intent: Intent) -> bool:
     """Does the phrase rules' reading `intent` stand without the intent model
     (Settings.intent rules_then_model)? Not their default (question), nor a comparison only a
-    word like "differ" or "comparing" suggests."""
-    return intent != "question" and (intent != "compare" or bool(ASKS_TO_COMPARE_RE.search(message)))
+    word like "differ", "comparing" or "vs" suggests."""
+    return intent != "question" and (intent != "compare" or (
+        bool(ASKS_TO_COMPARE_RE.search(message)) and not asked_only_by_versus(message)))
 
 
-def rules_then_model(message: str, rules: Intent, model: Intent, p: float, confidence: float) -> Intent:
+def rules_then_model(message: str, rules: Intent, model: Intent, p: float, confidence: float,
+                     overrule: float = 1.0) -> Intent:
     """Settings.intent rules_then_model: the rules' reading where it stands (`rules_decide`);
-    a comparison only a word like "differs" or "comparing" suggests is no reading to fall back
-    on, so the model's best reading stands for it at any probability; elsewhere the model's
-    where its probability reaches `confidence`, else the rules' (question)."""
+    a comparison only "vs" asks for stands unless the model's reading reaches `overrule`
+    (Settings.intent_overrule); a comparison only a word like "differs" or "comparing" suggests
+    is no reading to fall back on, so the model's best reading stands for it at any
+    probability; elsewhere the model's where its probability reaches `confidence`, else the
+    rules' (question)."""
     if rules_decide(message, rules):
         return rules
+    if rules == "compare" and asked_only_by_versus(message):
+        return model if p >= overrule else rules
     if rules == "compare":
         return model
     return model if p >= confidence else rules
