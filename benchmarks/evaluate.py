@@ -91,6 +91,11 @@ DEFAULT_SETS = {
     "seed-conversations-7": ("seed", QUESTIONS / "seed_conversations_7.jsonl"),
     "arxiv_math-conversations-7": ("arxiv_math", QUESTIONS / "arxiv_math_conversations_7.jsonl"),
     "ml_conf-conversations-7": ("ml_conf", QUESTIONS / "ml_conf_conversations_7.jsonl"),
+    # blind round 8, the shape of round 7, written by a helper that saw only the corpora
+    # (twenty-sixth session; ml_conf's papers carry no authors, so no count follow-ups there)
+    "seed-conversations-8": ("seed", QUESTIONS / "seed_conversations_8.jsonl"),
+    "arxiv_math-conversations-8": ("arxiv_math", QUESTIONS / "arxiv_math_conversations_8.jsonl"),
+    "ml_conf-conversations-8": ("ml_conf", QUESTIONS / "ml_conf_conversations_8.jsonl"),
     "scifact-heldout": ("scifact", None),
 }
 # kinds whose every expected paper must be cited (else: any one of them), and kinds where
