@@ -73,6 +73,7 @@ QUESTION_SETS = {
     "fourth": {"seed": [("seed_faith_8.jsonl", 0, 24)], "ml_conf": [("ml_conf_faith_8.jsonl", 0, 48)]},
 }
 PROSE_HEADINGS = ("**Synthesis.** ", "**In short.** ")
+EXTRACTS_HEADING = "Extracts from"
 MARKER = re.compile(r"\[(\d+(?:\s*[,;–-]\s*\d+)*)\]")
 
 
@@ -95,7 +96,9 @@ def prose_of(text: str) -> str:
         if heading in text:
             return text.split(heading, 1)[1].split("\n\n")[0]
     m = re.search(r"^From .*?:\s*\n*(.+?)(?:\n\n|$)", text, re.S | re.M)
-    return m.group(1) if m else ""
+    if not m or m.group(1).startswith(EXTRACTS_HEADING):
+        return ""  # extracts stood in for the model's prose
+    return m.group(1)
 
 
 def sentences_of(prose: str) -> list[str]:

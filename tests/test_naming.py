@@ -64,3 +64,20 @@ def test_descriptions_are_not_names():
     assert is_name("GraphSAGE") and is_name("EBGAN") and is_name("Top-W")
     assert not is_name("the paper that unrolls the discriminator")
     assert not is_name("graph attention")
+
+
+@pytest.mark.parametrize("side,title,names", [
+    ("Bayesian MAML", "Bayesian Model-Agnostic Meta-Learning", True),
+    ("probabilistic MAML (both NeurIPS 2018)", "Probabilistic Model-Agnostic Meta-Learning", True),
+    ("NAS with RL", "Neural Architecture Search with Reinforcement Learning", True),
+    ("Deep GPs", "Deep Gaussian Processes", True),
+    # the title head has words the side lacks, or the side words the head lacks
+    ("Bayesian MAML", "Bayesian Model-Agnostic Meta-Learning for Few-Shot Tasks Everywhere", False),
+    ("deep RL", "Deep Reinforcement Learning that Matters", False),
+    ("Bayesian MAML", "Probabilistic Model-Agnostic Meta-Learning", False),
+])
+def test_a_side_written_with_acronyms_names_the_title_it_spells(side, title, names):
+    from assistant.answer.naming import title_names
+    from assistant.types import Paper
+
+    assert title_names(side, Paper(paper_id="p", title=title, abstract="")) is names

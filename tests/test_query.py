@@ -261,6 +261,11 @@ def test_compare_keeps_named_sides_and_drops_references():
     ("How does the sampler that forecasts lichen growth compare to plain moss mapping?",
      ["sampler that forecasts lichen growth", "plain moss mapping"]),
     ("How does LichenNet compare with MossMap?", ["LichenNet", "MossMap"]),
+    # … also after a framing clause before "how does"
+    ("For plant ecology: how does LichenNet compare with MossMap?", ["LichenNet", "MossMap"]),
+    # a colon: the side that a stronger connector cuts ("vs" over "to") names the sides
+    ("LichenNet (satellite-based) vs moss mapping with drones: two ways to survey cover; how do "
+     "their costs differ?", ["LichenNet (satellite-based)", "moss mapping with drones"]),
     ("compare with MossMap", ["MossMap"]),  # a side of a paper in focus
 ])
 def test_compare_targets(message, targets):

@@ -34,16 +34,54 @@ def names_title(name: str, paper_title: str) -> bool:
     return bool(tokens) and all(normalise(tok) in title.split() for tok in tokens)
 
 
+# a remark in parentheses after a name ("probabilistic MAML (both NeurIPS 2018)", "NAS with RL
+# (the original controller-RNN paper)"): what the user knows about the paper, not its name
+ASIDE_RE = re.compile(r"\s*\([^()]*\)")
+WORD_RE = re.compile(r"[A-Za-z0-9][\w']*")  # a title's words; hyphenated parts count as words
+
+
 def title_names(target: str, paper: Paper) -> bool:
     """The side is the paper's title, or the method name its title starts with
     ("Energy-based GANs" is "Energy-based Generative Adversarial Network", not
-    "Calibrating Energy-based GANs")."""
+    "Calibrating Energy-based GANs"), or the title's head written with acronyms ("Bayesian
+    MAML"); a remark in parentheses after the name does not count."""
+    target = ASIDE_RE.sub("", target).strip() or target
     t = " ".join(normalise(target).split())
     title = " ".join(normalise(paper.title).split())
     head = re.split(r"[:—–]| - ", title)[0].strip()
     return bool(t) and (t == title or t == head or (len(t) >= 4 and title.startswith(t + " ")
                                                      and len(t.split()) >= 2)
-                        or abbreviates(target.strip(), paper.title))
+                        or abbreviates(target.strip(), paper.title) or spells_head(target, paper.title))
+
+
+def spells_head(target: str, title: str) -> bool:
+    """"Bayesian MAML" for "Bayesian Model-Agnostic Meta-Learning", "NAS with RL" for "Neural
+    Architecture Search with Reinforcement Learning": the side's words are the title head's
+    words in order, each acronym (all capitals) standing for as many words as it has letters,
+    and the head has no word left over. Only for a side with an acronym and another word (an
+    acronym alone is `abbreviates`)."""
+    tokens = [_acronym_letters(t) or t.lower() for t in WORD_RE.findall(target)]
+    acronym = [bool(_acronym_letters(t)) for t in WORD_RE.findall(target)]
+    if len(tokens) < 2 or not any(acronym):
+        return False
+    words = [w.lower() for w in WORD_RE.findall(re.split(r"[:—–]| - ", title)[0])]
+    at = 0
+    for token, is_acronym in zip(tokens, acronym):
+        size = len(token) if is_acronym else 1
+        span = words[at:at + size]
+        if len(span) < size:
+            return False
+        said = "".join(w[0] for w in span) if is_acronym else span[0]
+        if said != token and not (not is_acronym and said.rstrip("s") == token.rstrip("s")):
+            return False
+        at += size
+    return at == len(words)
+
+
+def _acronym_letters(token: str) -> str:
+    """"MAML" → "maml", "GPs" → "gp"; "" for a word that is no acronym."""
+    letters = token[:-1] if token.endswith("s") and len(token) >= 3 else token
+    return letters.lower() if len(letters) >= 2 and letters.isalpha() and letters.isupper() else ""
 
 
 def abbreviates(acronym: str, title: str) -> bool:

@@ -101,7 +101,10 @@ def compare_targets(message: str) -> list[str]:
     if m and POINTING_BODY_RE.search(m.group(1)) and terms(message[:m.start()]):
         message, m = message[:m.start()], None
     if m and _measured_against(message, m):
-        m = None  # "how does A compare to B": A is before the verb, and "compare to" cuts the sides
+        # "how does A compare to B": A is before the verb, and "compare to" cuts the sides;
+        # what comes before "how does" frames the question ("For catastrophic forgetting: how
+        # does A compare with B?")
+        message, m = _subject(message[:m.start()]) + message[m.start():], None
     body = _trimmed(m.group(1) if m and terms(m.group(1)) else message)
     # "between" may sit inside a described side ("… causal graphs between brain regions"):
     # sides described from the message's first "the … paper" are tried as well
@@ -181,9 +184,18 @@ def _before_question(body: str) -> str:
     head, colon, tail = body.rpartition(":")
     if not colon:
         return body
-    if QUESTION_START_RE.search(tail.strip()) or (len(_two_sides(tail)) < 2 <= len(_two_sides(head))):
+    if (QUESTION_START_RE.search(tail.strip()) or (len(_two_sides(tail)) < 2 <= len(_two_sides(head)))
+            or (_cut_by_versus(head) and not _cut_by_versus(tail))):
         return head
     return tail
+
+
+def _cut_by_versus(body: str) -> bool:
+    """Is `body` cut into sides at "vs" / "versus" / "against", the strongest connector? "A vs B:
+    both cut communication, one by X and one by Y" names its sides before the colon; what
+    follows says what they share."""
+    cut = CONNECTORS[0].search(LEADING_CONNECTOR_RE.sub("", body.strip()))
+    return bool(cut and body[:cut.start()].strip() and body[cut.end():].strip())
 
 
 def _two_sides(body: str) -> list[str]:
