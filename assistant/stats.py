@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -22,13 +23,62 @@ from .text import common_prefix, normalise, split_sentences, stem, stems, term_i
 from .types import Paper
 
 NEAR_FORM_PREFIX = 6  # near forms share at least this many leading letters (text.near_form)
-STATS_FORMAT = 1  # of the saved statistics (CorpusStats.save); another is rebuilt
+STATS_FORMAT = 3  # of the saved statistics (CorpusStats.save); another is rebuilt
 FP_MASK = (1 << 64) - 1
 
 
 def paper_text(p: Paper) -> str:
     """Everything lexical evidence may match: title, authors, category, abstract."""
     return " ".join(x for x in (p.title, ", ".join(p.authors), p.category or "", p.abstract) if x)
+
+
+# "model-agnostic meta-learning (MAML)", "graph convolutional networks (GCNs)": an acronym an
+# abstract defines, in parentheses after its long form
+DEFINED_RE = re.compile(r"\(([A-Za-z][A-Za-z0-9-]{1,9}?)s?\)")
+LONG_FORM_WORD_RE = re.compile(r"[A-Za-z0-9]+")  # hyphenated parts count as words
+MINOR = {"of", "for", "and", "the", "in", "on", "to", "with", "a", "an", "by", "via"}
+
+
+def defined_acronyms(text: str) -> set[tuple[str, str]]:
+    """(acronym, long form) pairs a text defines: "… model-agnostic meta-learning (MAML) …" →
+    ("MAML", "model-agnostic meta-learning"). The long form is the shortest run of words right
+    before the parenthesis whose initials spell the acronym's letters in order, a minor word
+    ("of", "for") spelling nothing, and one word after them may be a head noun ("model-agnostic
+    meta-learning algorithm (MAML)"); the Schwartz–Hearst idea, strict: every letter from a
+    word's first letter. Written by hand: scispacy's abbreviation detector would bring spaCy
+    and its models for this one pattern."""
+    out = set()
+    for m in DEFINED_RE.finditer(text):
+        acronym = m.group(1)
+        letters = re.sub(r"[^A-Za-z0-9]", "", acronym).lower()
+        if sum(c.isupper() for c in acronym) < 2 or not 2 <= len(letters) <= 8:
+            continue
+        before = text[max(0, m.start() - 160):m.start()]
+        words = list(LONG_FORM_WORD_RE.finditer(before))[-(len(letters) + 4):]
+        texts = [w.group() for w in words]
+        long_form = _spelled(letters, texts)
+        if not long_form and len(texts) > 1:  # a head noun after the spelled words: "… algorithm (MAML)"
+            spelled = _spelled(letters, texts[:-1])
+            long_form = spelled + 1 if spelled else 0
+        if long_form:
+            start = words[len(words) - long_form].start()
+            out.add((acronym, " ".join(before[start:].split()).lower()))
+    return out
+
+
+def _spelled(letters: str, words: list[str]) -> int:
+    """How many of the last `words` spell `letters` by their first letters (minor words may
+    spell nothing); 0 when none do."""
+    need = len(letters) - 1
+    for i in range(len(words) - 1, -1, -1):
+        word = words[i].lower()
+        if need >= 0 and word[0] == letters[need]:
+            need -= 1
+            if need < 0:
+                return len(words) - i
+        elif word not in MINOR:
+            return 0
+    return 0
 
 
 @dataclass(frozen=True)
@@ -99,6 +149,7 @@ class CorpusStats:
     words: Counter = field(default_factory=Counter)  # word (>= NEAR_FORM_PREFIX letters) -> papers
     names: dict[str, str] = field(default_factory=dict)  # normalised name -> a spelling as written
     years: Counter = field(default_factory=Counter)
+    acronyms: Counter = field(default_factory=Counter)  # "ACRONYM\tlong form" -> papers defining it
     fingerprint: int = 0  # fingerprint_of(the papers counted)
 
     @classmethod
@@ -150,6 +201,7 @@ class CorpusStats:
             _bump(self.categories, [paper.category], sign)
         if paper.year is not None:
             _bump(self.years, [int(paper.year)], sign)
+        _bump(self.acronyms, [f"{a}\t{long}" for a, long in defined_acronyms(paper.abstract)], sign)
 
     def idf(self, term: str) -> float:
         """Inverse document frequency of a query term (by its stem), never negative."""
@@ -164,6 +216,14 @@ class CorpusStats:
             return True
         words = self.by_prefix.get(term[:NEAR_FORM_PREFIX], set())
         return term in words or any(_near(term, w) for w in words)
+
+    def long_form(self, acronym: str) -> str:
+        """What the collection's abstracts most often spell `acronym` out as ("MAML" →
+        "model-agnostic meta-learning"; "GCNs" as "GCN"), "" when none defines it."""
+        key = acronym[:-1] if acronym.endswith("s") and acronym[:-1].isupper() else acronym
+        spelled = [(n, entry.split("\t", 1)[1]) for entry, n in self.acronyms.items()
+                   if entry.split("\t", 1)[0] == key]
+        return max(spelled)[1] if spelled else ""
 
     def papers_by(self, names: Iterable[str]) -> set[str]:
         return {pid for n in names for pid in self.authors.get(n, set())}
@@ -185,7 +245,7 @@ class CorpusStats:
                 "df": dict(self.df), "words": dict(self.words),
                 "authors": {n: sorted(p) for n, p in self.authors.items()},
                 "names": self.names, "categories": dict(self.categories),
-                "years": {str(y): c for y, c in self.years.items()}}
+                "years": {str(y): c for y, c in self.years.items()}, "acronyms": dict(self.acronyms)}
 
     @classmethod
     def from_dict(cls, data: dict) -> "CorpusStats":
@@ -195,7 +255,8 @@ class CorpusStats:
                   df=Counter(data["df"]), words=Counter(data["words"]),
                   authors={n: set(p) for n, p in data["authors"].items()},
                   names=dict(data["names"]), categories=Counter(data["categories"]),
-                  years=Counter({int(y): c for y, c in data["years"].items()}))
+                  years=Counter({int(y): c for y, c in data["years"].items()}),
+                  acronyms=Counter(data["acronyms"]))
         for word in out.words:
             out.by_prefix.setdefault(word[:NEAR_FORM_PREFIX], set()).add(word)
         for name in out.authors:
@@ -221,11 +282,11 @@ class CorpusStats:
         """Equal tables (what a test compares: incremental upkeep against a fresh build)."""
         return all(getattr(self, f) == getattr(other, f) for f in
                    ("n_docs", "fingerprint", "df", "authors", "surnames", "by_prefix",
-                    "categories", "words", "years")) and self.names.keys() == other.names.keys()
+                    "categories", "words", "years", "acronyms")) and self.names.keys() == other.names.keys()
 
 
 _SAVED_FIELDS = {"format", "n_docs", "fingerprint", "df", "words", "authors", "names",
-                 "categories", "years"}
+                 "categories", "years", "acronyms"}
 
 
 def _bump(counter: Counter, keys: Iterable, sign: int) -> None:

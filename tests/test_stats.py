@@ -64,3 +64,22 @@ def test_remove_undoes_add_and_saved_stats_load_equal(tmp_path):
     loaded, extra = CorpusStats.load(tmp_path / "stats.json")
     assert loaded.same_counts(built) and extra == {"revision": "r1"}
     assert loaded.author_suggestions("WU") == ["Jie Wu"]
+
+
+def test_acronyms_an_abstract_defines_are_spelt_out_by_the_collection():
+    from assistant.stats import defined_acronyms
+
+    text = ("We reformulate the model-agnostic meta-learning algorithm (MAML) with graph "
+            "convolutional networks (GCNs) and the alternating direction method of multipliers (ADMM). "
+            "Results (see Fig. 2) hold (a) always.")
+    assert defined_acronyms(text) == {("MAML", "model-agnostic meta-learning algorithm"),
+                                      ("GCN", "graph convolutional networks"),
+                                      ("ADMM", "alternating direction method of multipliers")}
+    # letters no run of words spells: no definition
+    assert defined_acronyms("a new sampler for language models (VS)") == set()
+    stats = CorpusStats.build([paper("m", text), paper("n", "Graph convolutional networks (GCN) again.")])
+    assert stats.long_form("MAML") == "model-agnostic meta-learning algorithm"
+    assert stats.long_form("GCNs") == "graph convolutional networks"
+    assert stats.long_form("BERT") == ""
+    stats.remove([paper("m", text)])
+    assert stats.long_form("MAML") == "" and stats.long_form("GCN") == "graph convolutional networks"

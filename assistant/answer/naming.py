@@ -78,6 +78,11 @@ def spells_head(target: str, title: str) -> bool:
     return at == len(words)
 
 
+def acronyms_in(text: str) -> list[str]:
+    """The acronyms a phrase writes ("Bayesian MAML" → ["MAML"], "GCNs vs GATs" → ["GCNs", "GATs"])."""
+    return [t for t in WORD_RE.findall(text) if _acronym_letters(t)]
+
+
 def _acronym_letters(token: str) -> str:
     """"MAML" → "maml", "GPs" → "gp"; "" for a word that is no acronym."""
     letters = token[:-1] if token.endswith("s") and len(token) >= 3 else token

@@ -27,7 +27,8 @@ from .reading import MAY_ANSWER, Read, Reader
 from .relevance import Judge, Judged, authors_named
 from .sides import describes_a_paper_here
 from .table import table_cells, table_markdown
-from .naming import named_in_abstract, names_paper, names_title, new_terms, only_a_name, title_names
+from .naming import (ASIDE_RE, acronyms_in, is_name, named_in_abstract, names_paper, names_title, new_terms,
+                     only_a_name, title_names)
 from .themes import Theme, central, kmeans, target_groups, theme_name, themes
 
 
@@ -508,7 +509,7 @@ class Planner:
         judgement accepts. `asserted`: the message describes the side as a paper here ("compare
         the paper that X with the one that Y"), not as what an earlier paper is compared with
         ("do they compare against deep network classifiers?")."""
-        hits, judged = self._judged(target, filters, self.policy.candidates)
+        hits, judged = self._judged(self._spelled_out(target), filters, self.policy.candidates)
         named = [j for j in judged if title_names(target, j.paper)] or named_in_abstract(target, judged)
         if named:
             return named[:1], [named[0].hit]
@@ -525,6 +526,19 @@ class Planner:
         elif not accepted and asserted and describes_a_paper_here(target):
             accepted = [j for j in reading.read[:1] if j.p >= self.policy.described_side_threshold]
         return accepted[: self.policy.side_options], [j.hit for j in accepted]
+
+    def _spelled_out(self, side: str) -> str:
+        """A side that is a name, with each acronym it writes spelt out as the collection's
+        abstracts define it ("Bayesian MAML" → "Bayesian MAML (model-agnostic meta-learning)"):
+        a paper whose title spells the name out ("Bayesian Model-Agnostic Meta-Learning") is
+        then found by its words, which the acronym alone does not share. A description keeps
+        its own words ("distributed SGD where each worker …"): spelt-out words would outweigh them."""
+        if not is_name(ASIDE_RE.sub("", side)):
+            return side
+        stats = self.store.corpus_stats()
+        spelled = [stats.long_form(a) for a in acronyms_in(side)]
+        spelled = [s for s in dict.fromkeys(spelled) if s and s not in side.lower()]
+        return f"{side} ({'; '.join(spelled)})" if spelled else side
 
     # ------------------------------------------------------------------ refusals
     def _refuse(self, plan: TurnPlan, q: Query, judged: list[Judged], filters,
