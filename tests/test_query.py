@@ -727,3 +727,26 @@ def test_a_comparison_only_vs_asks_for_stands_unless_the_model_is_near_certain()
     both = "Compare Real NVP vs Glow"
     assert not asked_only_by_versus(both) and rules_decide(both, "compare")
     assert rules_then_model(both, "compare", "question", 0.999, 0.75, 0.97) == "compare"
+
+
+@pytest.mark.parametrize("message,points", [
+    ("compare both", True),
+    ("what data is in both papers?", True),
+    ("compare both architectures", True),
+    ("Both seem to be about parallelism.", True),
+    ("Both of these try to measure accuracy and calibration", True),
+    # the correlative "both X and Y", and a determiner after a preposition, point nowhere
+    ("a reward model learned from both expert demos and human preferences", False),
+    ("the decoder that expands the sequence in both directions?", False),
+])
+def test_both_points_at_shown_papers_only_as_a_pronoun(message, points):
+    from assistant.answer.query import pointers_to_both
+
+    assert bool(pointers_to_both(message)) is points
+
+
+def test_a_new_description_with_both_inside_is_not_about_the_papers_shown():
+    history = [Turn(role="user", content="Which paper retrieves a training example and edits it?"),
+               Turn(role="assistant", content="… [1]", paper_ids=["p1"])]
+    q = parse("And the decoder that starts from a middle word and expands the sequence in both directions?", history)
+    assert q.references == [] and q.reference == ""

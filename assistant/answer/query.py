@@ -101,6 +101,11 @@ DESCRIBED_RES = [
 BOTH_RE = re.compile(r"\b(both(?: of them)?|(?:the|those|these) two(?: of them| papers)?|the pair|each other|"
                      r"(?:which|either|neither)(?: one)? of (?:the|those|these|them)(?: two)?|which one|"
                      r"either (?:one|paper))\b", re.I)
+# "both" that points nowhere: the correlative "both X and Y" ("learns from both expert demos and
+# human preferences") and a determiner after a preposition ("expands the sequence in both
+# directions"; "in both papers" still points)
+CORRELATIVE_WORDS = 4  # at most this many words between "both" and its "and"
+PREPOSITIONS = {"in", "on", "at", "to", "from", "into", "across", "over", "under", "for", "between", "through"}
 ALL_RE = re.compile(r"\b(them|these|those|all of them|each of them|these papers|those papers)\b", re.I)
 THEY_RE = re.compile(r"\b(they|their)\b", re.I)  # only when nothing else is referred to
 THING = r"(?:paper|one|article|method|approach|model|study)"  # nouns, never verbs ("a paper that studies")
@@ -507,7 +512,7 @@ def find_references(message: str, history: list[Turn],
             ids = described(listing.paper_ids + [p for t in turns for p in t.paper_ids], words, describe)
             if ids:
                 add(m, ids[:count], "described")
-    for m in BOTH_RE.finditer(message):
+    for m in pointers_to_both(message):
         ids = last.paper_ids[:2] if len(last.paper_ids) >= 2 else _accumulated(turns, 2)
         add(m, ids, "both")
     for m in ALL_RE.finditer(message):
@@ -861,7 +866,31 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
 
 def points_at_both(message: str) -> bool:
     """Does the message point at papers shown ("they", "them", "both", "those two")?"""
-    return bool(BOTH_RE.search(message) or ALL_RE.search(message) or THEY_RE.search(message))
+    return bool(pointers_to_both(message) or ALL_RE.search(message) or THEY_RE.search(message))
+
+
+def pointers_to_both(message: str) -> list[re.Match]:
+    """BOTH_RE's matches that point at two papers shown: not "both" as a correlative or as a
+    determiner after a preposition (`_both_points_nowhere`)."""
+    return [m for m in BOTH_RE.finditer(message) if not _both_points_nowhere(message, m)]
+
+
+def _both_points_nowhere(message: str, m: re.Match) -> bool:
+    if m.group(0).lower() != "both":
+        return False
+    after = re.findall(r"[\w'-]+|[^\w\s]", message[m.end():])
+    if after and after[0].lower() == "of":
+        return False  # "both of these"
+    words = []
+    for token in after[:CORRELATIVE_WORDS + 1]:
+        if not re.match(r"[\w'-]", token):
+            break
+        words.append(token.lower())
+    if "and" in words[1:]:
+        return True  # "both the ODE and a discrete-time version"
+    before = message[:m.start()].split()
+    return (bool(before) and before[-1].lower() in PREPOSITIONS and bool(words)
+            and not re.fullmatch(NOUN, words[0]))  # "in both directions", not "in both papers"
 
 
 def one_topic_question(q: Query) -> bool:
