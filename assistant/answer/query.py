@@ -878,19 +878,19 @@ def pointers_to_both(message: str) -> list[re.Match]:
 def _both_points_nowhere(message: str, m: re.Match) -> bool:
     if m.group(0).lower() != "both":
         return False
-    after = re.findall(r"[\w'-]+|[^\w\s]", message[m.end():])
-    if after and after[0].lower() == "of":
-        return False  # "both of these"
-    words = []
-    for token in after[:CORRELATIVE_WORDS + 1]:
-        if not re.match(r"[\w'-]", token):
+    words = []  # the words after "both", up to the end of its clause
+    for token in message[m.end():].split()[:CORRELATIVE_WORDS + 1]:
+        word = token.lower().strip("\"'“”()")
+        words.append(word.rstrip(",.;:?!"))
+        if word != words[-1]:
             break
-        words.append(token.lower())
+    if words and words[0] == "of":
+        return False  # "both of these"
     if "and" in words[1:]:
         return True  # "both the ODE and a discrete-time version"
     before = message[:m.start()].split()
-    return (bool(before) and before[-1].lower() in PREPOSITIONS and bool(words)
-            and not re.fullmatch(NOUN, words[0]))  # "in both directions", not "in both papers"
+    # "in both directions", not "in both papers"
+    return bool(before) and before[-1].lower() in PREPOSITIONS and bool(words) and words[0] not in POINTING_TERMS
 
 
 def one_topic_question(q: Query) -> bool:
