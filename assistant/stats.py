@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Optional
 
-from .text import common_prefix, normalise, split_sentences, stem, stems, term_in, words_of
+from .text import acronym as acronym_of, common_prefix, normalise, split_sentences, stem, stems, term_in, words_of
 from .types import Paper
 
 NEAR_FORM_PREFIX = 6  # near forms share at least this many leading letters (text.near_form)
@@ -220,9 +220,9 @@ class CorpusStats:
     def long_form(self, acronym: str) -> str:
         """What the collection's abstracts most often spell `acronym` out as ("MAML" →
         "model-agnostic meta-learning"; "GCNs" as "GCN"), "" when none defines it."""
-        key = acronym[:-1] if acronym.endswith("s") and acronym[:-1].isupper() else acronym
-        spelled = [(n, entry.split("\t", 1)[1]) for entry, n in self.acronyms.items()
-                   if entry.split("\t", 1)[0] == key]
+        key = acronym_of(acronym) or acronym
+        entries = ((entry.partition("\t"), n) for entry, n in self.acronyms.items())
+        spelled = [(n, long) for (written, _, long), n in entries if written == key]
         return max(spelled)[1] if spelled else ""
 
     def papers_by(self, names: Iterable[str]) -> set[str]:

@@ -129,6 +129,13 @@ def is_distinctive(raw_token: str) -> bool:
             or ("-" in raw_token and any(c.isupper() for c in raw_token)))
 
 
+def acronym(token: str) -> str:
+    """The acronym a word is, singular ("MAML" → "MAML", "GPs" → "GP"): two or more capital
+    letters, an "s" after them allowed; "" for a word that is no acronym."""
+    letters = token[:-1] if token.endswith("s") and len(token) >= 3 else token
+    return letters if len(letters) >= 2 and letters.isalpha() and letters.isupper() else ""
+
+
 DECIMAL_RE = re.compile(r"(?<![\w.])\d+(?:\.\d+)+")  # "33.7", "53.08": one figure, not two numbers
 
 

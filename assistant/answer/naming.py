@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import TypeVar
 
-from ..text import distinctive_tokens, has_words, normalise, terms
+from ..text import acronym, distinctive_tokens, has_words, normalise, terms
 from ..types import Paper
 
 J = TypeVar("J")  # a judged candidate: anything with a `.paper`
@@ -60,19 +60,20 @@ def spells_head(target: str, title: str) -> bool:
     words in order, each acronym (all capitals) standing for as many words as it has letters,
     and the head has no word left over. Only for a side with an acronym and another word (an
     acronym alone is `abbreviates`)."""
-    tokens = [_acronym_letters(t) or t.lower() for t in WORD_RE.findall(target)]
-    acronym = [bool(_acronym_letters(t)) for t in WORD_RE.findall(target)]
-    if len(tokens) < 2 or not any(acronym):
+    found = WORD_RE.findall(target)
+    letters = [acronym(t).lower() for t in found]  # "" for a word that is no acronym
+    if len(found) < 2 or not any(letters):
         return False
     words = [w.lower() for w in WORD_RE.findall(re.split(r"[:—–]| - ", title)[0])]
     at = 0
-    for token, is_acronym in zip(tokens, acronym):
-        size = len(token) if is_acronym else 1
+    for word, spelt in zip(found, letters):
+        size = len(spelt) if spelt else 1
         span = words[at:at + size]
         if len(span) < size:
             return False
-        said = "".join(w[0] for w in span) if is_acronym else span[0]
-        if said != token and not (not is_acronym and said.rstrip("s") == token.rstrip("s")):
+        if spelt and "".join(w[0] for w in span) != spelt:
+            return False
+        if not spelt and span[0].rstrip("s") != word.lower().rstrip("s"):
             return False
         at += size
     return at == len(words)
@@ -80,13 +81,7 @@ def spells_head(target: str, title: str) -> bool:
 
 def acronyms_in(text: str) -> list[str]:
     """The acronyms a phrase writes ("Bayesian MAML" → ["MAML"], "GCNs vs GATs" → ["GCNs", "GATs"])."""
-    return [t for t in WORD_RE.findall(text) if _acronym_letters(t)]
-
-
-def _acronym_letters(token: str) -> str:
-    """"MAML" → "maml", "GPs" → "gp"; "" for a word that is no acronym."""
-    letters = token[:-1] if token.endswith("s") and len(token) >= 3 else token
-    return letters.lower() if len(letters) >= 2 and letters.isalpha() and letters.isupper() else ""
+    return [t for t in WORD_RE.findall(text) if acronym(t)]
 
 
 def abbreviates(acronym: str, title: str) -> bool:

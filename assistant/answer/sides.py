@@ -194,20 +194,31 @@ def _cut_by_versus(body: str) -> bool:
     """Is `body` cut into sides at "vs" / "versus" / "against", the strongest connector? "A vs B:
     both cut communication, one by X and one by Y" names its sides before the colon; what
     follows says what they share."""
-    cut = CONNECTORS[0].search(LEADING_CONNECTOR_RE.sub("", body.strip()))
-    return bool(cut and body[:cut.start()].strip() and body[cut.end():].strip())
+    return bool(_cut_at(CONNECTORS[0], _without_leading_connector(body)))
+
+
+def _without_leading_connector(body: str) -> str:
+    return LEADING_CONNECTOR_RE.sub("", body.strip())  # "compare [it] with Top-W"
+
+
+def _cut_at(connector: re.Pattern, body: str) -> list[str]:
+    """`body` cut at the first place `connector` matches with words on both sides; [] if none."""
+    cut = connector.search(body)
+    if cut and body[:cut.start()].strip() and body[cut.end():].strip():
+        return [body[:cut.start()], body[cut.end():]]
+    return []
 
 
 def _two_sides(body: str) -> list[str]:
     """A list of short names ("A, B and C") stays a list; anything else is cut once."""
-    body = LEADING_CONNECTOR_RE.sub("", body.strip())  # "compare [it] with Top-W"
+    body = _without_leading_connector(body)
     parts = [p for p in LIST_SPLIT_RE.split(body) if p and p.strip()]
     if len(parts) >= 3 and all(len(p.split()) <= 3 for p in parts):
         return parts
     for connector in CONNECTORS:
-        cut = connector.search(body)
-        if cut and body[:cut.start()].strip() and body[cut.end():].strip():
-            return [body[:cut.start()], body[cut.end():]]
+        sides = _cut_at(connector, body)
+        if sides:
+            return sides
     return [body]
 
 
