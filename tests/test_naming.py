@@ -3,7 +3,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from assistant.answer.naming import introduces, is_name, named_in_abstract
+from assistant.answer.naming import (dated, defines, holds_title, introduces, is_name, named_in_abstract,
+                                     title_has_all, written_as_name)
 from assistant.types import Paper
 
 
@@ -81,3 +82,53 @@ def test_a_side_written_with_acronyms_names_the_title_it_spells(side, title, nam
     from assistant.types import Paper
 
     assert title_names(side, Paper(paper_id="p", title=title, abstract="")) is names
+
+
+def test_a_side_that_writes_the_whole_title_with_a_remark_names_it():
+    pate = Paper(paper_id="p", title="Scalable Private Learning with PATE", abstract="")
+    assert holds_title("the 'Scalable Private Learning with PATE' follow-up", pate)
+    assert not holds_title("Private Learning", pate)  # part of a title is not the title
+    short = Paper(paper_id="s", title="Deep Sets", abstract="")
+    assert not holds_title("deep sets of features", short)  # a title this short is too common a phrase
+
+
+@pytest.mark.parametrize("words,title,holds", [
+    (["deep", "generative", "replay"], "Continual Learning with Deep Generative Replay", True),
+    (["semi", "supervised", "graph", "convolutional", "networks"],
+     "Semi-Supervised Classification with Graph Convolutional Networks", True),
+    (["semi", "supervised", "graph", "convolutional", "networks"],
+     "Stochastic Training of Graph Convolutional Networks", False),
+    (["replay"], "Continual Learning with Deep Generative Replay", False),  # one word is a topic
+])
+def test_a_title_that_holds_every_word_of_a_side(words, title, holds):
+    assert title_has_all(words, Paper(paper_id="p", title=title, abstract="")) is holds
+
+
+@pytest.mark.parametrize("side,as_name", [
+    ("Deep Generative Replay", True), ("semi-supervised GCN", True), ("ENAS", True),
+    ("the paper on deep generative replay", False), ("generative replay for continual learning", False),
+])
+def test_a_side_written_as_a_name(side, as_name):
+    assert written_as_name(side) is as_name
+
+
+def test_a_year_or_venue_in_a_side_dates_the_paper():
+    old = Paper(paper_id="a", title="Equality of Opportunity in Supervised Learning", abstract="", year=2016,
+                venue="NeurIPS")
+    new = Paper(paper_id="b", title="Equality of Opportunity in Classification", abstract="", year=2018,
+                venue="ICLR")
+    side = "Equality of opportunity (the 2016 post-processing criterion paper)"
+    assert dated(side, old) and not dated(side, new)
+    assert dated("the ICLR one", new) and not dated("the ICLR one", old)
+    assert not dated("Equality of opportunity", old)
+
+
+def test_of_the_papers_that_present_a_name_the_one_that_spells_it_out_comes_first():
+    uses = paper("uses", "Our controller extends ENAS with a new reward for language tasks.")
+    spells = paper("spells", "We propose Efficient Neural Architecture Search (ENAS), a faster approach.")
+    judged = [SimpleNamespace(paper=uses), SimpleNamespace(paper=spells)]
+    assert defines("ENAS", spells.__class__(**{**spells.model_dump()})) and not defines("ENAS", uses)
+    assert [j.paper.paper_id for j in named_in_abstract("ENAS", judged)] == ["spells", "uses"]
+    # spelling an acronym out to compare with it is not presenting it
+    compares = paper("c", "Q-Prop provides substantial gains over trust region policy optimization (TRPO).")
+    assert defines("TRPO", compares) and named_in_abstract("TRPO", [SimpleNamespace(paper=compares)]) == []

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from typing import TypeVar
 
-from ..text import acronym, distinctive_tokens, has_words, normalise, terms
+from ..stats import defined_acronyms
+from ..text import STOPWORDS, acronym, distinctive_tokens, has_words, normalise, terms
 from ..types import Paper
 
 J = TypeVar("J")  # a judged candidate: anything with a `.paper`
@@ -40,18 +41,37 @@ ASIDE_RE = re.compile(r"\s*\([^()]*\)")
 WORD_RE = re.compile(r"[A-Za-z0-9][\w']*")  # a title's words; hyphenated parts count as words
 
 
-def title_names(target: str, paper: Paper) -> bool:
+def title_names(target: str, paper: Paper, initials: bool = True) -> bool:
     """The side is the paper's title, or the method name its title starts with
     ("Energy-based GANs" is "Energy-based Generative Adversarial Network", not
     "Calibrating Energy-based GANs"), or the title's head written with acronyms ("Bayesian
-    MAML"); a remark in parentheses after the name does not count."""
+    MAML"), or (`initials`) an acronym of the title's first words; a remark in parentheses
+    after the name does not count."""
     target = ASIDE_RE.sub("", target).strip() or target
     t = " ".join(normalise(target).split())
     title = " ".join(normalise(paper.title).split())
     head = re.split(r"[:—–]| - ", title)[0].strip()
     return bool(t) and (t == title or t == head or (len(t) >= 4 and title.startswith(t + " ")
                                                      and len(t.split()) >= 2)
-                        or abbreviates(target.strip(), paper.title) or spells_head(target, paper.title))
+                        or (initials and abbreviates(target.strip(), paper.title))
+                        or spells_head(target, paper.title))
+
+
+def holds_title(target: str, paper: Paper) -> bool:
+    """The side writes the paper's whole title, with a remark around it ("the 'Scalable Private
+    Learning with PATE' follow-up"): a title of three words or more, as a run of the side's words."""
+    title = _words(paper.title)
+    side = " ".join(_words(target))
+    return len(title) >= 3 and f" {' '.join(title)} " in f" {side} "
+
+
+def title_has_all(words: list[str], paper: Paper) -> bool:
+    """Every content word of a side is a word of the title, plurals aside ("Deep Generative
+    Replay" in "Continual Learning with Deep Generative Replay"; "semi-supervised graph
+    convolutional networks", the side's acronym spelt out, in "Semi-Supervised Classification
+    with Graph Convolutional Networks"). Two words at least: one word is a topic, not a name."""
+    title = {w.rstrip("s") for w in _words(paper.title)}
+    return len(words) >= 2 and all(w.rstrip("s") in title for w in words)
 
 
 def spells_head(target: str, title: str) -> bool:
@@ -93,14 +113,54 @@ def abbreviates(acronym: str, title: str) -> bool:
     letters = re.sub(r"[^A-Za-z]", "", acronym)
     if not (3 <= len(letters) <= 10 and acronym.replace("-", "").isupper()):
         return False
-    initials = "".join(w[0] for w in re.findall(r"[A-Za-z][\w']*", title)).upper()
-    return initials.startswith(letters.upper())
+    return _initials(title).startswith(letters.upper())
+
+
+def abbreviates_head(acronym: str, title: str) -> bool:
+    """"SAC" for "Soft Actor-Critic: Off-Policy …": the acronym spells the title's head (its
+    part before a colon or dash) whole, as a paper's own acronym does; an acronym that spells
+    only the first words ("Exploring Neural Architecture Search for Language Tasks" is no ENAS)
+    may be a chance."""
+    head = re.split(r"[:—–]| - ", title)[0]
+    return abbreviates(acronym, title) and _initials(head) == re.sub(r"[^A-Za-z]", "", acronym).upper()
+
+
+def _initials(title: str) -> str:
+    """The first letters of a title's words, hyphenated parts counted as words."""
+    return "".join(w[0] for w in re.findall(r"[A-Za-z][\w']*", title)).upper()
 
 
 def new_terms(topic: str, papers: list[Paper]) -> bool:
     """Does a summary request name a topic beyond the papers it refers to ("summarize them")?"""
     words = [t for t in terms(topic) if t not in ("them", "these", "those", "both", "two", "three")]
     return bool(words) and not all(any(names_paper(w, p) for p in papers) for w in words)
+
+
+def content_words(text: str) -> list[str]:
+    """The words of a phrase that are not function words, lower-cased, hyphenated parts apart."""
+    return [w for w in _words(text) if w not in STOPWORDS]
+
+
+def _words(text: str) -> list[str]:
+    """A phrase's words, lower-cased, hyphenated parts apart, quotes around them dropped."""
+    return [w.strip("'") for w in WORD_RE.findall(normalise(text))]
+
+
+def written_as_name(side: str) -> bool:
+    """A side written as a name: an identifier ("GCN", "Top-W") among its words, or every word
+    capitalised ("Deep Generative Replay"), as a method's name is and a description is not."""
+    words = WORD_RE.findall(side)
+    return is_name(side) or (len(words) >= 2 and all(w[0].isupper() or w.lower() in STOPWORDS for w in words))
+
+
+YEAR_RE = re.compile(r"\b(?:19|20)\d\d\b")
+
+
+def dated(side: str, paper: Paper) -> bool:
+    """Does the side give the paper's year or venue ("the 2016 … paper", "the ICLR one")?"""
+    years = {int(y) for y in YEAR_RE.findall(side)}
+    venue = (paper.venue or "").lower()
+    return (paper.year in years) or bool(venue) and venue in {w.lower() for w in WORD_RE.findall(side)}
 
 
 def is_name(side: str) -> bool:
@@ -131,11 +191,20 @@ def introduces(name: str, paper: Paper) -> bool:
 
 def named_in_abstract(target: str, judged: list[J]) -> list[J]:
     """A comparison side that is a name the titles lack ("GraphSAGE"), among judged candidates
-    (in the judge's order): the papers whose abstract presents it as its own. A paper that only
-    uses the name is not that side ("PPO vs TRPO" are not the papers that run them)."""
+    (in the judge's order): the papers whose abstract presents it as its own, those that also
+    spell out its acronym first ("We propose Efficient Neural Architecture Search (ENAS)"). A
+    paper that only uses the name is not that side ("PPO vs TRPO" are not the papers that run
+    them), nor is one that spells the acronym out to compare with it."""
     if not is_name(target):
         return []
-    return [j for j in judged if _spells(target, j.paper) and introduces(target, j.paper)]
+    own = [j for j in judged if _spells(target, j.paper) and introduces(target, j.paper)]
+    return sorted(own, key=lambda j: not defines(target, j.paper))
+
+
+def defines(name: str, paper: Paper) -> bool:
+    """Does the abstract spell out an acronym the name writes ("… Teacher Ensembles (PATE)")?"""
+    wanted = {acronym(a) for a in acronyms_in(name)}
+    return bool(wanted) and any(acronym(a) in wanted for a, _ in defined_acronyms(paper.abstract))
 
 
 def _spells(name: str, paper: Paper) -> bool:

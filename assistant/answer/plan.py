@@ -17,7 +17,7 @@ import numpy as np
 from ..config import Settings
 from ..retrieve import Retriever
 from ..similar import find_similar
-from ..text import terms
+from ..text import acronym, terms
 from ..types import Filters, Hit, Intent, LiteratureTable, Paper, TableRow, Turn
 from . import compose
 from .evidence import SentenceEmbeddings, Source, evidence_for, safe_sentences
@@ -27,8 +27,9 @@ from .reading import MAY_ANSWER, Read, Reader
 from .relevance import Judge, Judged, authors_named
 from .sides import describes_a_paper_here
 from .table import table_cells, table_markdown
-from .naming import (ASIDE_RE, acronyms_in, is_name, named_in_abstract, names_paper, names_title, new_terms,
-                     only_a_name, title_names)
+from .naming import (ASIDE_RE, abbreviates_head, acronyms_in, content_words, dated, defines, holds_title,
+                     is_name, named_in_abstract, names_paper, names_title, new_terms, only_a_name,
+                     title_has_all, title_names, written_as_name)
 from .themes import Theme, central, kmeans, target_groups, theme_name, themes
 
 
@@ -455,6 +456,12 @@ class Planner:
             found = self._sides(sides, focus, filters, shown)
             if len(found[0]) >= 2 and (len(found[0]) > len(papers) or not found[1]):
                 papers, missing, retrieved = found  # never one paper: that is no comparison
+        if len(papers) < 2 and not focus and len(targets) == 1 and q.plural:
+            # "There are two safe-RL papers built on Lyapunov functions. How do they differ?": one
+            # description of both sides; its two best papers, as a summary's members, are the sides
+            found = self._pair(targets[0], filters)
+            if found:
+                papers, missing, retrieved = found, [], papers_first(found, retrieved)
         if len(papers) < 2 and not focus:
             # "Is there X? Also, what do they find about Y vs Z?": a comparison word inside a
             # question of several parts, each describing something ("how do they differ
@@ -480,6 +487,16 @@ class Planner:
         plan.max_tokens = 120
         return plan
 
+    def _pair(self, description: str, filters) -> list[Paper]:
+        """The two papers one description of both sides fits best, read as a summary's members
+        are; the message says both are here, so when fewer are members, the two the model read
+        best, each at the described-side bar; [] unless two fit."""
+        _, judged = self._judged(description, filters, self.policy.summary_candidates, topic=True)
+        members, reading = self._topic_members(description, judged)
+        if len(members) < 2 and reading is not None:
+            members = [j for j in reading.read[:2] if j.p >= self.policy.described_side_threshold]
+        return [j.paper for j in members[:2]] if len(members) >= 2 else []
+
     def _sides(self, targets: list[str], focus: list[Paper], filters, shown: set[str],
                against: str = "") -> tuple[list[Paper], list[str], list[Hit]]:
         """The papers of a comparison (those in focus, then one per side found), the sides
@@ -504,14 +521,14 @@ class Planner:
 
     def _side_options(self, target: str, filters, names_only: bool = False,
                       asserted: bool = True) -> tuple[list[Judged], list[Hit]]:
-        """The papers one side of a comparison may be, best first: a paper named by the side
-        (its method name or title) alone, else (unless `names_only`) those the relevance
-        judgement accepts. `asserted`: the message describes the side as a paper here ("compare
-        the paper that X with the one that Y"), not as what an earlier paper is compared with
-        ("do they compare against deep network classifiers?")."""
+        """The papers one side of a comparison may be, best first: the paper the side names
+        (`_named`) alone, else (unless `names_only`) those the relevance judgement accepts.
+        `asserted`: the message describes the side as a paper here ("compare the paper that X
+        with the one that Y"), not as what an earlier paper is compared with ("do they compare
+        against deep network classifiers?")."""
         hits, judged = self._judged(self._spelled_out(target), filters, self.policy.candidates)
-        named = [j for j in judged if title_names(target, j.paper)] or named_in_abstract(target, judged)
-        if named:
+        named = self._named(target, judged)
+        if named:  # the paper it names first, alone: a later one is a looser reading of the name
             return named[:1], [named[0].hit]
         if names_only or only_a_name(target):  # "GPT-2" that no candidate spells is not here, however near
             return [], hits
@@ -526,6 +543,40 @@ class Planner:
         elif not accepted and asserted and describes_a_paper_here(target):
             accepted = [j for j in reading.read[:1] if j.p >= self.policy.described_side_threshold]
         return accepted[: self.policy.side_options], [j.hit for j in accepted]
+
+    def _named(self, target: str, judged: list[Judged]) -> list[Judged]:
+        """The candidates a side names, from the first of these ways to name a paper that finds
+        one: its title, the title's head, the method name the title starts with, the head
+        written with acronyms or spelt whole by one ("SAC" for "Soft Actor-Critic: …"), or a side
+        that writes the whole title inside a remark; for a side written as a name, a title that
+        holds all its words, acronyms spelt out as the collection defines them ("semi-supervised
+        GCN"); an abstract that presents the name as its own and spells out its acronym ("We
+        propose Efficient Neural Architecture Search (ENAS)"); the initials of the title's first
+        words ("Exploring Neural Architecture Search for …" spells ENAS too, by chance); an
+        abstract that presents the name. A year or venue the side gives ("Equality of
+        opportunity (the 2016 … paper)") puts the papers of that year or venue first."""
+        bare = ASIDE_RE.sub("", target)
+        introduced = named_in_abstract(target, judged)
+        ways = (
+            lambda: [j for j in judged if title_names(target, j.paper, initials=False)
+                     or holds_title(target, j.paper) or abbreviates_head(target.strip(), j.paper.title)],
+            lambda: ([j for j in judged if title_has_all(self._side_words(target), j.paper)]
+                     if written_as_name(bare) and len(content_words(bare)) >= 2 else []),
+            lambda: [j for j in introduced if defines(target, j.paper)],
+            lambda: [j for j in judged if title_names(target, j.paper)],
+            lambda: introduced,
+        )
+        named = next((found for way in ways if (found := way())), [])
+        return sorted(named, key=lambda j: not dated(target, j.paper))
+
+    def _side_words(self, side: str) -> list[str]:
+        """The side's content words, each acronym replaced by the words of its long form."""
+        stats = self.store.corpus_stats()
+        out = []
+        for word in ASIDE_RE.sub("", side).split():
+            spelled = stats.long_form(word) if acronym(word) else ""
+            out.extend(content_words(spelled or word))
+        return out
 
     def _spelled_out(self, side: str) -> str:
         """A side that is a name, with each acronym it writes spelt out as the collection's
