@@ -489,12 +489,9 @@ class Planner:
 
     def _pair(self, description: str, filters) -> list[Paper]:
         """The two papers one description of both sides fits best, read as a summary's members
-        are; the message says both are here, so when fewer are members, the two the model read
-        best, each at the described-side bar; [] unless two fit."""
+        are; [] unless two are: a second paper below the members' bar would be a guess."""
         _, judged = self._judged(description, filters, self.policy.summary_candidates, topic=True)
-        members, reading = self._topic_members(description, judged)
-        if len(members) < 2 and reading is not None:
-            members = [j for j in reading.read[:2] if j.p >= self.policy.described_side_threshold]
+        members, _ = self._topic_members(description, judged)
         return [j.paper for j in members[:2]] if len(members) >= 2 else []
 
     def _sides(self, targets: list[str], focus: list[Paper], filters, shown: set[str],
