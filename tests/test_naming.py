@@ -25,6 +25,12 @@ def test_an_abstract_that_introduces_the_name(abstract):
 
 @pytest.mark.parametrize("name,abstract,presents", [
     ("VQ-VAE", "Our model, the Vector Quantised-Variational AutoEncoder (VQ-VAE), differs from VAEs.", True),
+    # the name is what the work is for or built on
+    ("ResNet", "Here we propose a weak learning condition and prove a boosting theory for ResNet.", False),
+    ("VGG", "We apply our algorithm to train large-scale convolutional neural networks, such as VGG.", False),
+    ("DQN", "Our algorithm combines DQN with a deterministic policy gradient.", False),
+    # … unless it is in the name's own long form
+    ("PETS", "We propose a new algorithm called probabilistic ensembles with trajectory sampling (PETS).", True),
     ("GAT", "We present graph attention networks (GATs), novel neural network architectures.", True),
     ("Gumbel-Softmax", "We show that our Gumbel-Softmax estimator outperforms gradient estimators.", True),
     # running or beating the name is not presenting it
@@ -124,7 +130,7 @@ def test_a_year_or_venue_in_a_side_dates_the_paper():
 
 
 def test_of_the_papers_that_present_a_name_the_one_that_spells_it_out_comes_first():
-    uses = paper("uses", "Our controller extends ENAS with a new reward for language tasks.")
+    uses = paper("uses", "Here we present our ENAS controller, searching cells for language tasks.")
     spells = paper("spells", "We propose Efficient Neural Architecture Search (ENAS), a faster approach.")
     judged = [SimpleNamespace(paper=uses), SimpleNamespace(paper=spells)]
     assert defines("ENAS", spells.__class__(**{**spells.model_dump()})) and not defines("ENAS", uses)

@@ -184,9 +184,28 @@ def introduces(name: str, paper: Paper) -> bool:
     if not names:
         return False
     name = rf"(?<![\w-])(?:{names})s?(?![\w-])"  # "graph attention networks (GATs)" presents GAT
-    return bool(re.search(rf"\b(?:[Ww]e\s+(?:present|propose|introduce|develop|call|name|term|dub)|[Oo]ur)\b"
-                          rf"[^.]{{0,80}}?{name}|(?:called|named|dubbed|termed)\s+{name}|^{name}",
-                          paper.abstract))
+    found = re.finditer(rf"\b(?:[Ww]e\s+(?:present|propose|introduce|develop|call|name|term|dub)|[Oo]ur)\b"
+                        rf"([^.]{{0,80}}?){name}|(?:called|named|dubbed|termed)\s+{name}|^{name}", paper.abstract)
+    return any(not (m.group(1) and _uses(m.group(1), m.string[m.end(1):m.end()])) for m in found)
+
+
+def _uses(gap: str, named: str) -> bool:
+    """Is the name, after "we propose" and `gap`, what the work is for or built on? The acronym's
+    own long form is set aside ("called probabilistic ensembles with trajectory sampling (PETS)")."""
+    if gap.rstrip().endswith("("):
+        for _, long_form in defined_acronyms(gap + named + ")"):
+            cut = gap.lower().rfind(long_form)
+            if cut >= 0:
+                gap = gap[:cut]
+                break
+    return bool(USES_RE.search(gap))
+
+
+# between "we propose" and a name, a word that makes the name what the paper's work is for or
+# built on, not the work itself ("we propose … a boosting theory for ResNet", "our algorithm to
+# train … such as VGG", "Our algorithm combines DQN …")
+USES_RE = re.compile(r"\b(?:for|to|on|in|with|over|than|like|such as|against|via|combines?|uses?|using|"
+                     r"applies|apply|extends?|extending)\b", re.I)
 
 
 def named_in_abstract(target: str, judged: list[J]) -> list[J]:
