@@ -150,6 +150,7 @@ class CorpusStats:
     names: dict[str, str] = field(default_factory=dict)  # normalised name -> a spelling as written
     years: Counter = field(default_factory=Counter)
     acronyms: Counter = field(default_factory=Counter)  # "ACRONYM\tlong form" -> papers defining it
+    spelled: dict[str, set[str]] = field(default_factory=dict)  # acronym -> its long forms (derived)
     fingerprint: int = 0  # fingerprint_of(the papers counted)
 
     @classmethod
@@ -201,7 +202,13 @@ class CorpusStats:
             _bump(self.categories, [paper.category], sign)
         if paper.year is not None:
             _bump(self.years, [int(paper.year)], sign)
-        _bump(self.acronyms, [f"{a}\t{long}" for a, long in defined_acronyms(paper.abstract)], sign)
+        defined = defined_acronyms(paper.abstract)
+        _bump(self.acronyms, [f"{a}\t{long}" for a, long in defined], sign)
+        for a, long in defined:
+            if sign > 0:
+                self.spelled.setdefault(a, set()).add(long)
+            elif f"{a}\t{long}" not in self.acronyms:
+                _discard(self.spelled, a, long)
 
     def idf(self, term: str) -> float:
         """Inverse document frequency of a query term (by its stem), never negative."""
@@ -221,8 +228,7 @@ class CorpusStats:
         """What the collection's abstracts most often spell `acronym` out as ("MAML" →
         "model-agnostic meta-learning"; "GCNs" as "GCN"), "" when none defines it."""
         key = acronym_of(acronym) or acronym
-        entries = ((entry.partition("\t"), n) for entry, n in self.acronyms.items())
-        spelled = [(n, long) for (written, _, long), n in entries if written == key]
+        spelled = [(self.acronyms[f"{key}\t{long}"], long) for long in self.spelled.get(key, ())]
         return max(spelled)[1] if spelled else ""
 
     def papers_by(self, names: Iterable[str]) -> set[str]:
@@ -262,6 +268,9 @@ class CorpusStats:
         for name in out.authors:
             if " " in name:
                 out.surnames.setdefault(name.split()[-1], set()).add(name)
+        for entry in out.acronyms:
+            written, _, long = entry.partition("\t")
+            out.spelled.setdefault(written, set()).add(long)
         return out
 
     def save(self, path: Path, **extra) -> None:
@@ -282,7 +291,7 @@ class CorpusStats:
         """Equal tables (what a test compares: incremental upkeep against a fresh build)."""
         return all(getattr(self, f) == getattr(other, f) for f in
                    ("n_docs", "fingerprint", "df", "authors", "surnames", "by_prefix",
-                    "categories", "words", "years", "acronyms")) and self.names.keys() == other.names.keys()
+                    "categories", "words", "years", "acronyms", "spelled")) and self.names.keys() == other.names.keys()
 
 
 _SAVED_FIELDS = {"format", "n_docs", "fingerprint", "df", "words", "authors", "names",

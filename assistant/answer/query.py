@@ -263,13 +263,13 @@ def rules_then_model(message: str, rules: Intent, model: Intent, p: float, confi
     is no reading to fall back on, so the model's best reading stands for it at any
     probability; elsewhere the model's where its probability reaches `confidence`, else the
     rules' (question)."""
-    if rules_decide(message, rules):
+    if rules == "question":
+        return model if p >= confidence else rules
+    if rules != "compare":
         return rules
-    if rules == "compare" and asked_only_by_versus(message):
+    if asked_only_by_versus(message):
         return model if p >= overrule else rules
-    if rules == "compare":
-        return model
-    return model if p >= confidence else rules
+    return rules if ASKS_TO_COMPARE_RE.search(message) else model
 
 
 def detect_intent(message: str) -> Intent:
