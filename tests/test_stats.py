@@ -83,3 +83,6 @@ def test_acronyms_an_abstract_defines_are_spelt_out_by_the_collection():
     assert stats.long_form("BERT") == ""
     stats.remove([paper("m", text)])
     assert stats.long_form("MAML") == "" and stats.long_form("GCN") == "graph convolutional networks"
+    # a saved table reads the same once loaded
+    loaded = CorpusStats.from_dict(stats.to_dict())
+    assert loaded.same_counts(stats) and loaded.long_form("GCN") == "graph convolutional networks"
