@@ -41,6 +41,11 @@ ASIDE_RE = re.compile(r"\s*\([^()]*\)")
 WORD_RE = re.compile(r"[A-Za-z0-9][\w']*")  # a title's words; hyphenated parts count as words
 
 
+def title_head(title: str) -> str:
+    """A title's part before a colon or a dash ("Soft Actor-Critic" of "Soft Actor-Critic: …")."""
+    return re.split(r"[:—–]| - ", title)[0]
+
+
 def title_names(target: str, paper: Paper, initials: bool = True) -> bool:
     """The side is the paper's title, or the method name its title starts with
     ("Energy-based GANs" is "Energy-based Generative Adversarial Network", not
@@ -50,7 +55,7 @@ def title_names(target: str, paper: Paper, initials: bool = True) -> bool:
     target = ASIDE_RE.sub("", target).strip() or target
     t = " ".join(normalise(target).split())
     title = " ".join(normalise(paper.title).split())
-    head = re.split(r"[:—–]| - ", title)[0].strip()
+    head = title_head(title).strip()
     return bool(t) and (t == title or t == head or (len(t) >= 4 and title.startswith(t + " ")
                                                      and len(t.split()) >= 2)
                         or (initials and abbreviates(target.strip(), paper.title))
@@ -84,7 +89,7 @@ def spells_head(target: str, title: str) -> bool:
     letters = [acronym(t).lower() for t in found]  # "" for a word that is no acronym
     if len(found) < 2 or not any(letters):
         return False
-    words = [w.lower() for w in WORD_RE.findall(re.split(r"[:—–]| - ", title)[0])]
+    words = [w.lower() for w in WORD_RE.findall(title_head(title))]
     at = 0
     for word, spelt in zip(found, letters):
         size = len(spelt) if spelt else 1
@@ -121,7 +126,7 @@ def abbreviates_head(acronym: str, title: str) -> bool:
     part before a colon or dash) whole, as a paper's own acronym does; an acronym that spells
     only the first words ("Exploring Neural Architecture Search for Language Tasks" is no ENAS)
     may be a chance."""
-    head = re.split(r"[:—–]| - ", title)[0]
+    head = title_head(title)
     return abbreviates(acronym, title) and _initials(head) == re.sub(r"[^A-Za-z]", "", acronym).upper()
 
 

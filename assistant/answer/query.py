@@ -247,12 +247,19 @@ def asked_only_by_versus(message: str) -> bool:
     return bool(asked) and asked <= VERSUS
 
 
+def compare_asked(message: str) -> str:
+    """How a message the rules read as a comparison asks for one: "words" (in so many words),
+    "versus" (only "vs" / "versus" asks) or "" (only a weak word like "differ" suggests one)."""
+    if asked_only_by_versus(message):
+        return "versus"
+    return "words" if ASKS_TO_COMPARE_RE.search(message) else ""
+
+
 def rules_decide(message: str, intent: Intent) -> bool:
     """Does the phrase rules' reading `intent` stand without the intent model
     (Settings.intent rules_then_model)? Not their default (question), nor a comparison only a
     word like "differ", "comparing" or "vs" suggests."""
-    return intent != "question" and (intent != "compare" or (
-        bool(ASKS_TO_COMPARE_RE.search(message)) and not asked_only_by_versus(message)))
+    return intent != "question" and (intent != "compare" or compare_asked(message) == "words")
 
 
 def rules_then_model(message: str, rules: Intent, model: Intent, p: float, confidence: float,
@@ -267,9 +274,10 @@ def rules_then_model(message: str, rules: Intent, model: Intent, p: float, confi
         return model if p >= confidence else rules
     if rules != "compare":
         return rules
-    if asked_only_by_versus(message):
+    asked = compare_asked(message)
+    if asked == "versus":
         return model if p >= overrule else rules
-    return rules if ASKS_TO_COMPARE_RE.search(message) else model
+    return rules if asked == "words" else model
 
 
 def detect_intent(message: str) -> Intent:
