@@ -52,6 +52,9 @@ class RelevancePolicy(BaseModel):
     max_papers: int = Field(3, description="Papers an ordinary question's answer may cite.")
     max_papers_plural: int = Field(5, description="Papers a question asking for papers may cite.")
     offered: int = Field(2, description="Closest papers a refusal offers as choices (never cited).")
+    name_papers: int = Field(
+        5, description="A name written in more abstracts than this is a term of the field (\"LSTM\", "
+                       "\"GAN\"), not one paper's: a question that writes it refers to no paper by it.")
     focus_turns: int = Field(
         3, description="Recent answers whose papers a comparison's described sides are resolved "
                        "against first (the conversation's focus).")

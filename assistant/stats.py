@@ -224,6 +224,16 @@ class CorpusStats:
         words = self.by_prefix.get(term[:NEAR_FORM_PREFIX], set())
         return term in words or any(_near(term, w) for w in words)
 
+    def papers_using(self, name: str) -> int:
+        """How many papers write a name ("LSTM" hundreds, "SQLNet" one); a hyphenated name that
+        none writes whole ("Mahalanobis-distance") counts as its rarest part."""
+        whole = normalise(name)
+        count = self.df.get(stem(whole), 0)
+        parts = [p for p in whole.split("-") if p]
+        if count or len(parts) < 2:
+            return count
+        return min(self.df.get(stem(p), 0) for p in parts)
+
     def long_form(self, acronym: str) -> str:
         """What the collection's abstracts most often spell `acronym` out as ("MAML" →
         "model-agnostic meta-learning"; "GCNs" as "GCN"), "" when none defines it."""

@@ -293,6 +293,21 @@ def test_a_comparison_finds_sides_told_in_sentences_or_parts(pa, message, author
     assert first_authors(pa.ask(message)) == authors
 
 
+@pytest.mark.parametrize("message,authors", [
+    # a question that names two papers here is about both, whatever words relate them
+    ("Would MCE make DualGraph's hand-built memory unnecessary?", {"Zhuofan Shi", "Haoran Ye"}),
+    # by their authors, possessive or not
+    ("What does Khellaf's estimator add over Heurtebise's multi-view method?",
+     {"Rémi Khellaf", "Ambroise Heurtebise"}),
+    # "LLM" is a term of the field, not the paper whose title starts "Large language models"
+    ("Does DualGraph use an LLM?", {"Zhuofan Shi"}),
+])
+def test_a_question_cites_the_papers_it_refers_to_by_name_or_author(pa, message, authors):
+    answer = pa.ask(message)
+    assert answer.intent == "question"
+    assert set(first_authors(answer)) == authors
+
+
 def test_how_does_a_compare_to_b_keeps_a(pa):
     # the side before "compare to" is one; the other (beam search) is in no abstract
     answer = pa.ask("How does the truncation sampler using Wasserstein distance between token "

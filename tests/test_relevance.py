@@ -6,7 +6,7 @@ import pytest
 
 from assistant import PaperAssistant
 from assistant.answer.relevance import (FEATURES, MODEL_PATH, Judge, QueryTerms, RelevanceModel,
-                                        authors_named, default_model, feature_rows)
+                                        authors_named, authors_referred, default_model, feature_rows)
 from assistant.config import RelevancePolicy, load_settings
 from assistant.stats import CorpusStats
 from assistant.types import Hit, Paper
@@ -120,6 +120,26 @@ def test_a_surname_the_collection_also_uses_as_a_word_is_not_a_named_author():
     assert authors_named("What did Mitchell Taylor work on?", stats) == ["mitchell a. taylor"]
     assert authors_named("What did Mitchell A. Taylor work on?", stats) == ["mitchell a. taylor"]
     assert authors_named("What is the Khellaf paper about?", stats) == ["rémi khellaf"]
+
+
+def test_a_possessive_surname_refers_to_its_author_but_counts_for_no_relevance():
+    # "Khellaf's estimator" refers to Rémi Khellaf; "Kendall's tau" is an eponym, so relevance
+    # (which makes a named author's papers certain) does not read possessives
+    papers = [
+        Paper(paper_id="t", title="Sobolev thresholds", abstract="Evolution equations.",
+              authors=["Mitchell A. Taylor"]),
+        Paper(paper_id="e", title="Error bounds", abstract="A Taylor expansion of the flow.",
+              authors=["Ana Ruiz"]),
+        Paper(paper_id="k", title="Causal effects", abstract="Federated estimation.",
+              authors=["Rémi Khellaf"]),
+        Paper(paper_id="m", title="Lattice paths", abstract="Counting walks.", authors=["Matthew Kendall"]),
+    ]
+    stats = CorpusStats.build(papers)
+    assert authors_referred("Does Khellaf's estimator need pooled data?", stats) == ["rémi khellaf"]
+    assert authors_referred("Is this Ruiz' bound?", stats) == ["ana ruiz"]
+    assert authors_referred("Where does Taylor's theorem enter?", stats) == []  # a word here too
+    assert authors_named("A CLT for Kendall's tau matrices", stats) == []
+    assert authors_referred("A CLT for Kendall's tau matrices", stats) == ["matthew kendall"]
 
 
 def test_a_full_name_counts_only_written_as_words():

@@ -86,3 +86,16 @@ def test_acronyms_an_abstract_defines_are_spelt_out_by_the_collection():
     # a saved table reads the same once loaded
     loaded = CorpusStats.from_dict(stats.to_dict())
     assert loaded.same_counts(stats) and loaded.long_form("GCN") == "graph convolutional networks"
+
+
+def test_papers_using_a_name_counts_papers_and_a_hyphenated_name_by_its_rarest_part():
+    stats = CorpusStats.build([
+        paper("a", "An LSTM with attention; the LSTM is deep.", title="SQLNet: queries from text"),
+        paper("b", "A bidirectional LSTM tagger.", title="Tagging"),
+        paper("c", "Metric learning with a Mahalanobis distance.", title="Metrics"),
+    ])
+    assert stats.papers_using("LSTM") == 2  # papers, not occurrences
+    assert stats.papers_using("SQLNet") == 1
+    assert stats.papers_using("GraphSAGE") == 0
+    # nobody writes "Mahalanobis-distance" whole: its rarer part counts
+    assert stats.papers_using("Mahalanobis-distance") == 1

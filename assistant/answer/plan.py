@@ -24,7 +24,7 @@ from .evidence import SentenceEmbeddings, Source, evidence_for, safe_sentences
 from .intent import asks_model, best, default_model as intent_model, focus_model, message_vectors
 from .query import Query, parse, rules_decide, rules_then_model, shown_lists
 from .reading import MAY_ANSWER, Read, Reader
-from .relevance import Judge, Judged, authors_named
+from .relevance import POSSESSIVE_RE, Judge, Judged, authors_named, authors_referred
 from .sides import describes_a_paper_here
 from .table import table_cells, table_markdown
 from .naming import (ASIDE_RE, abbreviates_head, acronyms_in, content_words, dated, defines, holds_title,
@@ -174,10 +174,53 @@ class Planner:
             hits, chosen, reading = self._second_look(q, filters, hits, judged, reading)
         if not chosen and reading is None and self._worth_rewriting(judged):
             hits, chosen = self._rewritten(q, filters, hits)
+        papers = [j.paper for j in chosen]
+        if not q.singular:  # "What does SQLNet add on top of Seq2SQL?": the papers it names, too
+            papers = self._with_referred(papers, q, judged, filters)
+        if len(papers) > len(chosen):
+            hits = papers_first(papers, hits)
         plan = TurnPlan("question", q.message, retrieved=hits)
-        if not chosen:
+        if not papers:
             return self._refuse(plan, q, judged, filters, reading)
-        return self._about(plan, q, [j.paper for j in chosen])
+        return self._about(plan, q, papers)
+
+    def _with_referred(self, papers: list[Paper], q: Query, judged: list[Judged],
+                       filters) -> list[Paper]:
+        """The papers that answer a question answered with one paper or none, and the papers of
+        the collection it refers to, when it refers to two or more ("Does Zywina's theorem
+        contain Koymans and Pagano's result?", "What does SQLNet add on top of Seq2SQL?"): a
+        question that names two papers here asks about both, whatever words relate them. One
+        paper named is not enough: "Is there an extension of K-FAC to recurrent networks?" names
+        the work it builds on, not a paper it asks about. Up to Settings.compare_max."""
+        if len(papers) >= 2:
+            return papers
+        referred = self._referred(q, judged, filters)
+        if len(referred) < 2:
+            return papers
+        extra = [p for p in referred if p not in papers]
+        return (papers + extra)[: self.settings.compare_max]
+
+    def _referred(self, q: Query, judged: list[Judged], filters) -> list[Paper]:
+        """The papers a message refers to by name or by author, in that order, one per name
+        and per author: a name a paper has as its own (`_named`, not by initials: its title's, or
+        one its abstract introduces) and written in few abstracts (RelevancePolicy.name_papers), and an
+        author's paper the message's candidates rank best (their other papers are not what it
+        refers to)."""
+        found: list[Paper] = []
+        stats = self.store.corpus_stats()
+        for name in dict.fromkeys(POSSESSIVE_RE.sub("", n) for n in q.names):  # "DualGraph's": DualGraph
+            if stats.papers_using(name) > self.policy.name_papers:
+                continue  # a term of the field, not one paper's name
+            _, judged_name = self._judged(self._spelled_out(name), filters, self.policy.candidates)
+            paper = next((j.paper for j in self._named(name, judged_name, by_initials=False)), None)
+            if paper is not None and paper not in found:
+                found.append(paper)
+        for author in authors_referred(q.message, stats):
+            by = stats.papers_by([author])
+            paper = next((j.paper for j in judged if j.paper.paper_id in by), None)
+            if paper is not None and paper not in found:
+                found.append(paper)
+        return found
 
     def _followed_up(self, q: Query, judged: list[Judged], filters) -> Optional[Paper]:
         """The paper of the last answer, when a question that names none is about it: retrieval
@@ -541,7 +584,7 @@ class Planner:
             accepted = [j for j in reading.read[:1] if j.p >= self.policy.described_side_threshold]
         return accepted[: self.policy.side_options], [j.hit for j in accepted]
 
-    def _named(self, target: str, judged: list[Judged]) -> list[Judged]:
+    def _named(self, target: str, judged: list[Judged], by_initials: bool = True) -> list[Judged]:
         """The candidates a side names, from the first of these ways to name a paper that finds
         one: its title, the title's head, the method name the title starts with, the head
         written with acronyms or spelt whole by one ("SAC" for "Soft Actor-Critic: …"), or a side
@@ -551,7 +594,9 @@ class Planner:
         propose Efficient Neural Architecture Search (ENAS)"); the initials of the title's first
         words ("Exploring Neural Architecture Search for …" spells ENAS too, by chance); an
         abstract that presents the name. A year or venue the side gives ("Equality of
-        opportunity (the 2016 … paper)") puts the papers of that year or venue first."""
+        opportunity (the 2016 … paper)") puts the papers of that year or venue first.
+        `by_initials` False: not by initials, which a field's own terms spell too ("LLM" for
+        "Large language models often …")."""
         bare = ASIDE_RE.sub("", target)
         introduced = named_in_abstract(target, judged)
         ways = (
@@ -560,7 +605,7 @@ class Planner:
             lambda: ([j for j in judged if title_has_all(self._side_words(target), j.paper)]
                      if written_as_name(bare) and len(content_words(bare)) >= 2 else []),
             lambda: [j for j in introduced if defines(target, j.paper)],
-            lambda: [j for j in judged if title_names(target, j.paper)],
+            lambda: [j for j in judged if title_names(target, j.paper)] if by_initials else [],
             lambda: introduced,
         )
         named = next((found for way in ways if (found := way())), [])

@@ -218,6 +218,15 @@ def authors_named(query: str, stats: CorpusStats) -> list[str]:
 
 
 NAME_WORD_RE = re.compile(r"[^\W\d_][\w'-]*")  # a word that may be a name: "O'Neil", "Jean-Luc"
+POSSESSIVE_RE = re.compile(r"(?<=[^\W\d_])['’]s?(?!\w)")  # "Zywina's", "Koymans'"
+
+
+def authors_referred(query: str, stats: CorpusStats) -> list[str]:
+    """`authors_named`, possessives included ("Does Zywina's theorem contain Koymans and Pagano's
+    result?"). Not for relevance: a possessive surname is as often an eponym ("Kendall's tau",
+    "Green's function") whose bearer's papers would count as certain; a question that refers to
+    two papers of the collection (answer/plan.py) says which work it means."""
+    return authors_named(POSSESSIVE_RE.sub("", query), stats)
 
 
 def full_names_in(query: str, stats: CorpusStats) -> list[str]:
