@@ -96,11 +96,17 @@ DEFAULT_SETS = {
     "seed-conversations-8": ("seed", QUESTIONS / "seed_conversations_8.jsonl"),
     "arxiv_math-conversations-8": ("arxiv_math", QUESTIONS / "arxiv_math_conversations_8.jsonl"),
     "ml_conf-conversations-8": ("ml_conf", QUESTIONS / "ml_conf_conversations_8.jsonl"),
+    # comparison rounds 9 and 10, written by helpers that saw only the corpora, each scored
+    # before any change made for it (twenty-seventh and twenty-eighth sessions): sides named,
+    # described, "the two X papers", asked as questions, absent; round 10 adds one-paper look-alikes
+    **{f"{c}-compare-{n}": (c, QUESTIONS / f"{c}_compare_{n}.jsonl")
+       for n in (9, 10) for c in ("seed", "arxiv_math", "ml_conf")},
     "scifact-heldout": ("scifact", None),
 }
 # kinds whose every expected paper must be cited (else: any one of them), and kinds where
 # citing nothing is right
-EVERY_PAPER = {"compare", "described_compare", "those_two", "multipart", "compare_one_absent"}
+EVERY_PAPER = {"compare", "described_compare", "those_two", "multipart", "compare_one_absent",
+               "named_compare", "plural_description", "compare_as_question"}
 REFUSALS = {"none", "compare_both_absent"}
 NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
                 "eleven", "twelve", "thirteen", "fourteen", "fifteen"]
