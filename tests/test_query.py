@@ -52,6 +52,13 @@ def test_a_question_loses_the_words_that_frame_it(message, core):
      "such systems?", "assistant that plans trips over several days"),
     ("Summarize the work that deals with privacy, e.g. differential privacy.",
      "privacy, e.g. differential privacy"),
+    # for whom, and in what words: how to write it, not what about
+    ("Summarise the causality work for a newcomer in plain words.", "causality"),
+    ("Explain to an undergrad what the algebraic geometry papers here are about.", "algebraic geometry"),
+    ("Explain the landscape of backdoor attacks in plain English", "landscape of backdoor attacks"),
+    # a gerund is the topic's own word
+    ("Summarize the papers on explaining graph neural network predictions",
+     "explaining graph neural network predictions"),
 ])
 def test_topic_drops_the_request_words(message, topic):
     assert topic_of(message) == topic

@@ -299,7 +299,7 @@ FRAME_WORDS = set("""
 pull together gist synthesis synthesise synthesize take need i'm im interested
 relevant count counts part so if it them they their each fine paragraph bullet bullets points
 find found argue argues contribute contributes do does did got get stuff set abstracts abstract
-build builds building according
+build builds building according explain
 collection's set's quick quickly short brief please thanks as deal deals writing related-work section
 """.split())
 # Sentences, dashes and semicolons separate the clauses of a message; the topic is in one of them
@@ -307,12 +307,17 @@ collection's set's quick quickly short brief please thanks as deal deals writing
 CLAUSE_SPLIT_RE = re.compile(
     r"(?<=[.?!])(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bcf\.)(?<!\bvs\.)(?<!\bal\.)(?<!\betc\.)\s+|"  # not "e.g. X"
     r"\s+[—–]\s*|\s*[—–]\s+|\s+-\s+|;\s*|,\s+(?=(?:and\s+)?(?:what|how|which|who|why)\b)")
-# "the big picture on X", "the state of the art in X": the request, not the topic.
+# "the big picture on X", "the state of the art in X": the request, not the topic; how to write it,
+# and for whom.
 FRAME_PHRASE_RE = re.compile(
     r"\b(?:the\s+)?(?:big[\s-]picture|state of the art)\b|"
     # how to write it: "in two or three sentences", "under 300 words", "bullet points", "table format"
     r"\b(?:in|under|within|as)?\s*(?:\d+|one|two|three|four|five|a few)(?:\s+(?:or|to|-)\s+(?:\d+|two|three|four|five))?"
-    r"\s+(?:sentences?|words|lines|bullets?|paragraphs?)\b|\b(?:bullet points?|table format|as a table)\b", re.I)
+    r"\s+(?:sentences?|words|lines|bullets?|paragraphs?)\b|\b(?:bullet points?|table format|as a table)\b|"
+    # and for whom: "for a newcomer", "to a beginner", "in plain words", "in plain English"
+    r"\b(?:for|to)\s+(?:a|an|the|me\s+as\s+an?)?\s*(?:newcomers?|beginners?|novices?|non-?experts?|outsiders?|"
+    r"lay\s*(?:person|people|man|reader)s?|undergrad(?:uate)?s?)\b|"
+    r"\b(?:in\s+)?(?:plain|simple|everyday)[\s-](?:words|terms|english|language)\b", re.I)
 # "… What does the collection have on such systems?": a clause that points back at the topic
 # of another one names nothing itself.
 ANAPHOR_RE = re.compile(r"\b(?:such|these|those|this|that)\s+(?:systems?|methods?|approach(?:es)?|models?|"
