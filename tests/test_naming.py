@@ -33,6 +33,9 @@ def test_an_abstract_that_introduces_the_name(abstract):
     ("PETS", "We propose a new algorithm called probabilistic ensembles with trajectory sampling (PETS).", True),
     ("GAT", "We present graph attention networks (GATs), novel neural network architectures.", True),
     ("Gumbel-Softmax", "We show that our Gumbel-Softmax estimator outperforms gradient estimators.", True),
+    # the verb after another one: what it goes beyond is not presented
+    ("TrajGRU", "Specifically, we go beyond ConvLSTM and propose the Trajectory GRU (TrajGRU) model.", True),
+    ("ConvLSTM", "Specifically, we go beyond ConvLSTM and propose the Trajectory GRU (TrajGRU) model.", False),
     # running or beating the name is not presenting it
     ("PPO", "This work explores reinforcement-learning methods (the A2C and PPO algorithms).", False),
     ("TRPO", "Q-Prop provides substantial gains over trust region policy optimization (TRPO).", False),

@@ -182,14 +182,15 @@ def only_a_name(side: str) -> bool:
 
 def introduces(name: str, paper: Paper) -> bool:
     """Does the abstract present `name` as its own ("Here we present GraphSAGE, a general …",
-    "… which we call PETS", "Our model, the … (VQ-VAE)", "our Gumbel-Softmax estimator")? Of the
+    "… which we call PETS", "Our model, the … (VQ-VAE)", "our Gumbel-Softmax estimator", "we go
+    beyond ConvLSTM and propose the Trajectory GRU (TrajGRU) model")? Of the
     papers that mention a method, this is the one that *is* it; the others use it or compare
     with it ("the A2C and PPO algorithms", "gains over TRPO")."""
     names = "|".join(re.escape(t) for t in distinctive_tokens(name))
     if not names:
         return False
     name = rf"(?<![\w-])(?:{names})s?(?![\w-])"  # "graph attention networks (GATs)" presents GAT
-    found = re.finditer(rf"\b(?:[Ww]e\s+(?:present|propose|introduce|develop|call|name|term|dub)|[Oo]ur)\b"
+    found = re.finditer(rf"\b(?:(?:[Ww]e|and)\s+(?:present|propose|introduce|develop|call|name|term|dub)|[Oo]ur)\b"
                         rf"([^.]{{0,80}}?){name}|(?:called|named|dubbed|termed)\s+{name}|^{name}", paper.abstract)
     return any(not (m.group(1) and _uses(m.group(1), m.string[m.end(1):m.end()])) for m in found)
 
