@@ -102,18 +102,22 @@ def test_named_authors_papers_are_relevant(judge):
     assert len([x for x in judged if x.author_match and x.p == 1.0]) == 2
 
 
+# an author whose surname the collection also uses as a word (the Taylor of "Taylor expansion"),
+# and one whose surname it does not
+TAYLOR_PAPERS = [
+    Paper(paper_id="t", title="Sobolev thresholds", abstract="Evolution equations.",
+          authors=["Mitchell A. Taylor"]),
+    Paper(paper_id="e", title="Error bounds", abstract="A Taylor expansion of the flow.",
+          authors=["Ana Ruiz"]),
+    Paper(paper_id="k", title="Causal effects", abstract="Federated estimation.",
+          authors=["Rémi Khellaf"]),
+]
+
+
 def test_a_surname_the_collection_also_uses_as_a_word_is_not_a_named_author():
     # "Taylor" is an author's surname and, elsewhere in the collection, the Taylor of "Taylor
     # expansion": alone, and in "the Taylor–Wiles method", it does not make her papers certain
-    papers = [
-        Paper(paper_id="t", title="Sobolev thresholds", abstract="Evolution equations.",
-              authors=["Mitchell A. Taylor"]),
-        Paper(paper_id="e", title="Error bounds", abstract="A Taylor expansion of the flow.",
-              authors=["Ana Ruiz"]),
-        Paper(paper_id="k", title="Causal effects", abstract="Federated estimation.",
-              authors=["Rémi Khellaf"]),
-    ]
-    stats = CorpusStats.build(papers)
+    stats = CorpusStats.build(TAYLOR_PAPERS)
     assert authors_named("How does the Taylor–Wiles method differ from Wiles' proof?", stats) == []
     assert authors_named("What did Taylor work on?", stats) == []
     # with the first name, or in full, it is her; a surname the texts never use is a name
@@ -125,16 +129,9 @@ def test_a_surname_the_collection_also_uses_as_a_word_is_not_a_named_author():
 def test_a_possessive_surname_refers_to_its_author_but_counts_for_no_relevance():
     # "Khellaf's estimator" refers to Rémi Khellaf; "Kendall's tau" is an eponym, so relevance
     # (which makes a named author's papers certain) does not read possessives
-    papers = [
-        Paper(paper_id="t", title="Sobolev thresholds", abstract="Evolution equations.",
-              authors=["Mitchell A. Taylor"]),
-        Paper(paper_id="e", title="Error bounds", abstract="A Taylor expansion of the flow.",
-              authors=["Ana Ruiz"]),
-        Paper(paper_id="k", title="Causal effects", abstract="Federated estimation.",
-              authors=["Rémi Khellaf"]),
-        Paper(paper_id="m", title="Lattice paths", abstract="Counting walks.", authors=["Matthew Kendall"]),
-    ]
-    stats = CorpusStats.build(papers)
+    kendall = Paper(paper_id="m", title="Lattice paths", abstract="Counting walks.",
+                    authors=["Matthew Kendall"])
+    stats = CorpusStats.build(TAYLOR_PAPERS + [kendall])
     assert authors_referred("Does Khellaf's estimator need pooled data?", stats) == ["rémi khellaf"]
     assert authors_referred("Is this Ruiz' bound?", stats) == ["ana ruiz"]
     assert authors_referred("Where does Taylor's theorem enter?", stats) == []  # a word here too
