@@ -77,6 +77,9 @@ def test_local_model_reads_the_paper_that_answers_as_more_likely_yes(local_pa):
     right = reader.yes(SYCOPHANCY_QUESTION, papers["Itai Shapira"])
     far = reader.yes(SYCOPHANCY_QUESTION, papers["Rémi Khellaf"])  # federated causal inference
     assert right > 0.5 and right > far + 0.2
+    # the same reading after another one that shared its opening lines: exactly the same (it was
+    # 0.016 apart when the cache kept everything two prompts share; llm/kvcache.reuse_prefix)
+    assert reader.yes(SYCOPHANCY_QUESTION, papers["Itai Shapira"]) == right
 
 
 # Reworded the way new users asked them (issue 21): the gate alone refuses or doubts each; the

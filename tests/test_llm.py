@@ -333,3 +333,37 @@ def test_a_snapshot_llama_cpp_refuses_is_dropped_and_the_turn_evaluated_again(sm
     monkeypatch.setattr(llama_cpp, "llama_state_seq_set_data", refused)
     again = _next_token_probabilities(llama, prompt, openings)
     assert calls and abs(again - fresh).max() < 1e-3 and len(openings) == 2  # dropped, then kept anew
+
+
+@needs_smol
+def test_a_reading_is_the_same_whatever_the_model_read_before(smol, monkeypatch):
+    """Readings of one template share their opening lines: only the prompt through the first line
+    of its last message is kept, the rest evaluated in one piece, so a reading's probabilities
+    are exactly those of a fresh cache (llama.cpp's logits vary with where a prompt's evaluation
+    was split, enough to move a reading near the threshold across it)."""
+    from assistant.llm.local import _chat_prompt, _choice_probabilities
+
+    llama = smol.load()
+
+    def reading(title: str, question: str) -> tuple[str, str]:
+        last = (f"Here is a paper from a collection:\n<paper>\nTitle: {title}\n</paper>\n"
+                f'A researcher asks: "{question}" Is this paper what they look for? Answer yes or no.')
+        return _chat_prompt(llama, [{"role": "user", "content": last}]), last
+
+    target = reading("Large language models agree with their users", "why do models flatter users?")
+    before = [reading("Large vision models see", "what is sampling?"),  # shares "Large"
+              reading("Federated causal inference", "what is sampling?"),
+              reading("Large language models agree with their users", "who wrote it?")]
+    llama.n_tokens = 0
+    fresh = _choice_probabilities(llama, target[0], ["yes", "no"], target[1])
+    head = llama.tokenize(target[0].encode(), add_bos=False, special=True)
+    opening = llama.tokenize(target[0][: target[0].index("collection:\n") + 12].encode(),
+                             add_bos=False, special=True)
+    evaluated: list[int] = []
+    real_eval = llama.eval
+    monkeypatch.setattr(llama, "eval", lambda tokens: evaluated.append(len(tokens)) or real_eval(tokens))
+    for prompt, last in before:
+        _choice_probabilities(llama, prompt, ["yes", "no"], last)
+        evaluated.clear()
+        assert _choice_probabilities(llama, target[0], ["yes", "no"], target[1]) == fresh
+        assert evaluated == [len(head) - 1 - len(opening)]  # all but the opening, in one piece

@@ -49,20 +49,21 @@ class Openings:
     def __len__(self) -> int:
         return len(self._kept)
 
-    def start(self, llama: Any, prompt: list[int], shared: int) -> int:
-        """Put the cache in the state the prompt's first turn leaves it in, when that saves
-        evaluating it: restored from a snapshot, or evaluated now and kept. Returns how many
-        of the prompt's tokens the cache then holds (`shared` when nothing was done)."""
-        end = first_turn_end(llama, prompt)
+    def start(self, llama: Any, prompt: list[int], shared: int, end: Optional[int] = None) -> int:
+        """Put the cache in the state the prompt's opening (`end` tokens; by default its first
+        turn) leaves it in, when that saves evaluating it: restored from a snapshot, or evaluated
+        now and kept. Returns how many of the prompt's tokens the cache then holds (`shared` when
+        nothing was done)."""
+        end = first_turn_end(llama, prompt) if end is None else end
         if end <= shared:
             return shared
         turn = tuple(prompt[:end])
-        if turn in self._kept:
-            if self._restore(llama, turn):
-                return end
-            shared = 0  # a refused restore leaves the sequence empty
-        llama.n_tokens = shared
-        llama.eval(prompt[shared:end])
+        if turn in self._kept and self._restore(llama, turn):
+            return end
+        # evaluated whole, from an empty sequence (a refused restore leaves it empty anyway): an
+        # opening's cells are then the same whatever came before it (see reuse_prefix)
+        llama.n_tokens = 0
+        llama.eval(prompt[:end])
         self._keep(llama, turn)
         return end
 
@@ -109,11 +110,21 @@ def openings_of(llama: Any) -> Openings:
         return found
 
 
-def reuse_prefix(llama: Any, prompt: list[int], openings: Optional[Openings] = None) -> None:
+def reuse_prefix(llama: Any, prompt: list[int], openings: Optional[Openings] = None,
+                 opening: Optional[int] = None) -> None:
     """Keep the KV cache of the tokens this prompt shares with the last one, or start from a
-    kept first turn (`Openings`), and evaluate the rest but its last token."""
+    kept first turn (`Openings`), and evaluate the rest but its last token.
+
+    `opening`: keep nothing past the prompt's first `opening` tokens (kept as a snapshot like a
+    first turn), so the rest is always evaluated in one piece. llama.cpp's logits for a prompt
+    vary with where its evaluation was split (a reading's "yes" moved by 0.016 when the reading
+    before it shared its title's first word), so a probability the assistant thresholds is
+    computed the same way whatever the model read before."""
     shared = common_prefix(llama.input_ids[: llama.n_tokens], prompt[:-1])
     openings = openings if openings is not None else openings_of(llama)
-    shared = openings.start(llama, prompt, shared)
+    if opening is not None:
+        shared = openings.start(llama, prompt, min(shared, opening), opening)
+    else:
+        shared = openings.start(llama, prompt, shared)
     llama.n_tokens = shared  # eval drops the KV cache from here on
     llama.eval(prompt[shared:-1])

@@ -28,7 +28,7 @@ from llama_index.core.llms import CustomLLM
 from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
 
 from .errors import INSTALL_HINT, BackendError, BackendTimeout, ModelUnavailable
-from .kvcache import reuse_prefix
+from .kvcache import first_turn_end, reuse_prefix
 from .lookup import Sampling
 from .lookup import generate as lookup_generate
 from .turns import Turns, TurnTimeout
@@ -152,18 +152,32 @@ def _chat_formatter(template: str, eos: str, bos: str) -> Any:
     return Jinja2ChatFormatter(template, eos_token=eos, bos_token=bos, add_generation_prompt=True)
 
 
-def _choice_probabilities(llama: Any, prompt: str, options: Sequence[str]) -> list[float]:
+def _opening(llama: Any, prompt: str, head: list[int], last: str) -> Optional[int]:
+    """How many of the prompt's tokens run through the first line of its last message (`last`):
+    what every prompt of one template shares (a reading's preamble). None when that line is the
+    whole message, or its tokens are not a prefix of the prompt's."""
+    line = last.split("\n", 1)[0]
+    at = prompt.rfind(last)
+    if at < 0 or line == last:
+        return None
+    tokens = llama.tokenize(prompt[: at + len(line) + 1].encode("utf-8"), add_bos=False, special=True)
+    return len(tokens) if head[: len(tokens)] == tokens and len(tokens) < len(head) else None
+
+
+def _choice_probabilities(llama: Any, prompt: str, options: Sequence[str], last: str = "") -> list[float]:
     """The probability of each option as the first token of the reply to ``prompt``, over the
-    options alone (each option's first token, with and without a leading capital). The prompt's
-    tokens shared with the previous call (the chat template's system turn and the prompt's opening
-    words) stay in the KV cache, as ``Llama.generate`` reuses them; only the last position gets
-    logits."""
+    options alone (each option's first token, with and without a leading capital). The prompt
+    through the first line of its last message (`last`; the chat template's system turn and a
+    reading's preamble) is kept in the KV cache; the rest is evaluated anew each time in one
+    piece, so the probabilities do not depend on what the model read before
+    (kvcache.reuse_prefix). Only the last position gets logits."""
     import numpy as np
 
     head = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
     if len(head) < 2 or len(head) > llama.n_ctx():
         raise ValueError(f"cannot read a prompt of {len(head)} tokens")
-    reuse_prefix(llama, head)
+    opening = _opening(llama, prompt, head, last) if last else None
+    reuse_prefix(llama, head, opening=opening if opening is not None else first_turn_end(llama, head))
     llama._batch.set_batch(batch=head[-1:], n_past=llama.n_tokens, logits_all=True)
     llama._ctx.decode(llama._batch)
     llama._requires_eval = True  # the context's logits are ours, not those of input_ids
@@ -275,7 +289,7 @@ class LocalLlamaCPP(CustomLLM):
         for _ in self._loaded.lock.wait(self.timeout):
             pass  # waiting in line: nothing to show for a reading
         try:
-            return _choice_probabilities(llama, prompt, options)
+            return _choice_probabilities(llama, prompt, options, messages[-1].get("content", "") if messages else "")
         except (ValueError, RuntimeError) as exc:
             raise BackendError(f"local model failed to read: {exc}") from exc
         finally:
