@@ -671,3 +671,20 @@ def test_the_sides_the_model_writes_must_be_words_of_the_message():
     assert copied_sides("DualGraph\nthe quantum annealing memory paper", message) == []
     # the model copying the whole request back gives no side
     assert copied_sides(f"Paper 1: {message}\nPaper 2: DualGraph", message) == []
+
+
+def test_what_the_model_writes_to_choose_papers_is_written_greedily():
+    """The sides of a comparison, a rewritten question, a second look's abstract: what the model
+    writes there decides which papers are searched for, so it is not sampled (at the answers'
+    temperature, one comparison's sides came out differently from one run to the next)."""
+    from assistant.answer.engine import _written
+
+    class Recorded(ScriptedLLM):
+        @llm_chat_callback()
+        def stream_chat(self, messages, **kw):
+            self.seen.append(("temperature", kw.get("temperature")))
+            yield from super().stream_chat(messages, **kw)
+
+    llm = Recorded(reply="Paper 1: Top-W", seen=[])
+    assert _written(llm, "sides", "why pick Top-W over Verbalized Sampling?", max_tokens=20) == "Paper 1: Top-W"
+    assert llm.seen[0] == ("temperature", 0.0)

@@ -248,12 +248,15 @@ class AnswerEngine:
 
 def _written(llm, template: str, question: str, max_tokens: int) -> str:
     """What `llm` writes for the prompt `template` about `question` (a user turn alone, no system
-    turn), stripped; "" without a model or when it fails."""
+    turn), stripped; "" without a model or when it fails. Greedy (temperature 0): what it writes
+    decides which papers are searched for or compared, so one message must be read the same way
+    every time (sampled at the answers' 0.1, the sides of one comparison came out differently
+    from run to run)."""
     if llm is None:
         return ""
     try:
         return "".join(stream_chat_text(llm, [{"role": "user", "content": render(template, question=question)}],
-                                        max_tokens=max_tokens)).strip()
+                                        max_tokens=max_tokens, temperature=0.0)).strip()
     except BackendError:
         return ""
 
