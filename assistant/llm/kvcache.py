@@ -123,8 +123,7 @@ def reuse_prefix(llama: Any, prompt: list[int], openings: Optional[Openings] = N
     shared = common_prefix(llama.input_ids[: llama.n_tokens], prompt[:-1])
     openings = openings if openings is not None else openings_of(llama)
     if opening is not None:
-        shared = openings.start(llama, prompt, min(shared, opening), opening)
-    else:
-        shared = openings.start(llama, prompt, shared)
+        shared = min(shared, opening)
+    shared = openings.start(llama, prompt, shared, opening)
     llama.n_tokens = shared  # eval drops the KV cache from here on
     llama.eval(prompt[shared:-1])
