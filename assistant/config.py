@@ -55,6 +55,12 @@ class RelevancePolicy(BaseModel):
     name_papers: int = Field(
         5, description="A name written in more abstracts than this is a term of the field (\"LSTM\", "
                        "\"GAN\"), not one paper's: a question that writes it refers to no paper by it.")
+    referred_candidates: int = Field(
+        5, description="A question's best candidates whose own name it writes (a title's head, a short "
+                       "title's words) count as papers it refers to.")
+    phrase_papers: int = Field(
+        2, description="A capitalised phrase that more of the papers found for it write than this is "
+                       "the field's words (\"Large Language Models\"), not one paper's name.")
     focus_turns: int = Field(
         3, description="Recent answers whose papers a comparison's described sides are resolved "
                        "against first (the conversation's focus).")

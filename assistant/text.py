@@ -139,13 +139,53 @@ def acronym(token: str) -> str:
 DECIMAL_RE = re.compile(r"(?<![\w.])\d+(?:\.\d+)+")  # "33.7", "53.08": one figure, not two numbers
 
 
-def distinctive_tokens(text: str) -> list[str]:
+NAMED_TERM_RE = re.compile(TERM_RE.pattern + r"\+*")  # a name's "+" kept: "DCN+" is not "DCN"
+
+
+def distinctive_tokens(text: str, plus: bool = False) -> list[str]:
     """Name-like tokens of a text; a decimal figure ("a 33.7% improvement") stays whole, as a
-    paper that reports it names it exactly."""
+    paper that reports it names it exactly. `plus`: with the "+" a name ends in ("DCN+",
+    "PixelCNN++"), for reading which paper a message names."""
     text = DASHES_RE.sub("-", text)
     figures = DECIMAL_RE.findall(text)
     rest = DECIMAL_RE.sub(" ", text)
-    return figures + [t for t in TERM_RE.findall(rest) if is_distinctive(t)]
+    return figures + [t for t in (NAMED_TERM_RE if plus else TERM_RE).findall(rest) if is_distinctive(t)]
+
+
+# Capitalised phrases ("the Dynamic Coattention Network", "Scalable Private Learning with PATE"):
+# two capitalised words or more, joined by spaces or by one small word of a title ("with", "of";
+# never "and", which joins two names: "Verbalized Sampling and Top-W"). Exact where it fires: a
+# writer capitalises a name, not a description.
+CAPITALISED = r"[A-Z][\w'’+-]*"
+PHRASE_RE = re.compile(rf"{CAPITALISED}(?:\s+(?:(?:of|for|with|in|on|to|via|from|by|the|a|an)\s+)?{CAPITALISED})+")
+SENTENCE_END_RE = re.compile(r"(?:[.?!:;—–]|\s-)\s*$")  # what a sentence's first word follows
+
+
+def capitalised_phrases(text: str) -> list[str]:
+    """The phrases of two capitalised words or more that read as names, with at least one word
+    in title case (not a run of acronyms: "RL term", "GAN"). A sentence's first word is
+    capitalised anyway, so it is left out ("Is DCN+ …" is not a name)."""
+    found = []
+    for m in PHRASE_RE.finditer(DASHES_RE.sub("-", text)):
+        words = m.group(0).split()
+        if _starts_sentence(text, m.start()):
+            words = words[1:]
+            while words and not words[0][0].isupper():
+                words = words[1:]  # the small word after it ("Do the Verbalized Sampling …")
+        capitalised = [w for w in words if w[0].isupper()]
+        if len(capitalised) >= 2 and any(any(c.islower() for c in w) for w in capitalised):
+            found.append(" ".join(words))
+    return list(dict.fromkeys(found))
+
+
+def _starts_sentence(text: str, at: int) -> bool:
+    """Does a word at `at` start the text or a sentence (after ". ", "? ", "— ")? A word right
+    after a quote mark is a quoted name's ("\"Attention Is All You Need\" …"). Only the few
+    characters before it are read, so a long message costs no more per phrase."""
+    before = text[max(0, at - 8): at]
+    if at <= 8 and not before.strip():
+        return True
+    return bool(SENTENCE_END_RE.search(before))
 
 
 def idf(df: int, n_docs: int) -> float:

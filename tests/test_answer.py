@@ -301,6 +301,9 @@ def test_a_comparison_finds_sides_told_in_sentences_or_parts(pa, message, author
      {"Rémi Khellaf", "Ambroise Heurtebise"}),
     # "LLM" is a term of the field, not the paper whose title starts "Large language models"
     ("Does DualGraph use an LLM?", {"Zhuofan Shi"}),
+    # by a capitalised phrase that is one paper's title head, beside an author
+    ("Do the Verbalized Sampling paper and Procaccia's analysis of sycophancy blame the same "
+     "thing in preference data?", {"Jiayi Zhang", "Itai Shapira"}),
 ])
 def test_a_question_cites_the_papers_it_refers_to_by_name_or_author(pa, message, authors):
     answer = pa.ask(message)

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 import pytest
 
 from assistant.answer.naming import (dated, defines, holds_title, introduces, is_name, named_in_abstract,
-                                     title_has_all, written_as_name)
+                                     title_has_all, writes_name_of, written_as_name)
 from assistant.types import Paper
 
 
@@ -132,12 +132,34 @@ def test_a_year_or_venue_in_a_side_dates_the_paper():
     assert not dated("Equality of opportunity", old)
 
 
-def test_of_the_papers_that_present_a_name_the_one_that_spells_it_out_comes_first():
+def test_of_the_papers_that_present_a_name_the_one_that_spells_it_out_is_told_apart():
+    # both present the name, in the judge's order; `defines` tells the one that spells it out,
+    # which the planner's `_named` takes before the others
     uses = paper("uses", "Here we present our ENAS controller, searching cells for language tasks.")
     spells = paper("spells", "We propose Efficient Neural Architecture Search (ENAS), a faster approach.")
     judged = [SimpleNamespace(paper=uses), SimpleNamespace(paper=spells)]
-    assert defines("ENAS", spells.__class__(**{**spells.model_dump()})) and not defines("ENAS", uses)
-    assert [j.paper.paper_id for j in named_in_abstract("ENAS", judged)] == ["spells", "uses"]
+    assert defines("ENAS", spells) and not defines("ENAS", uses)
+    assert [j.paper.paper_id for j in named_in_abstract("ENAS", judged)] == ["uses", "spells"]
     # spelling an acronym out to compare with it is not presenting it
     compares = paper("c", "Q-Prop provides substantial gains over trust region policy optimization (TRPO).")
     assert defines("TRPO", compares) and named_in_abstract("TRPO", [SimpleNamespace(paper=compares)]) == []
+
+
+@pytest.mark.parametrize("message,title,writes", [
+    # a title's head, as a run of the message's words, in any case
+    ("what does glow add on top of real nvp?", "Glow: Generative Flow with Invertible 1x1 Convolutions", True),
+    ("does the 'train longer, generalize better' paper agree?",
+     "Train longer, generalize better: closing the generalization gap", True),
+    # every content word of a short title, plurals aside
+    ("is the matrix capsules EM routing paper just the capsule net?", "Matrix capsules with EM routing", True),
+    ("is it the dynamic-routing capsule net with EM?", "Dynamic Routing Between Capsules", True),
+    # a one-word head that many abstracts write is the field's word, not the paper's name
+    ("does attention help here?", "Attention: a survey of mechanisms", False),
+    # a long title, or a head the message does not write whole
+    ("what does glow do?", "Glowing embers: a study of heat", False),
+    ("semi-supervised classification with graphs",
+     "Semi-Supervised Classification with Graph Convolutional Networks", False),
+])
+def test_a_message_writes_the_name_of_a_paper(message, title, writes):
+    rare = lambda word: word != "attention"  # noqa: E731 - "attention": written in many abstracts
+    assert writes_name_of(message, paper("p", "An abstract.", title=title), rare) is writes

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.answer.query import detect_intent, question_core, topic_of
+from assistant.answer.query import detect_intent, parse, question_core, topic_of
 
 
 @pytest.mark.parametrize("message,core", [
@@ -757,3 +757,33 @@ def test_a_new_description_with_both_inside_is_not_about_the_papers_shown():
                Turn(role="assistant", content="… [1]", paper_ids=["p1"])]
     q = parse("And the decoder that starts from a middle word and expands the sequence in both directions?", history)
     assert q.references == [] and q.reference == ""
+
+
+@pytest.mark.parametrize("message,phrases,names", [
+    # a capitalised phrase is a name; the sentence's first word is capitalised anyway
+    ("Is DCN+ just the Dynamic Coattention Network with an RL term on top?",
+     ["Dynamic Coattention Network"], ["DCN+", "RL"]),
+    ("Scalable Private Learning with PATE: what changes from the first PATE?",
+     ["Private Learning with PATE"], ["PATE", "PATE"]),
+    ("Do the Verbalized Sampling paper and Procaccia's analysis agree?", ["Verbalized Sampling"], []),
+    # "and" joins two names, never one
+    ("Would Verbalized Sampling and Top-W give the same outputs?", ["Verbalized Sampling"], ["Top-W"]),
+    # acronyms alone, lower case, or one capitalised word: no phrase
+    ("What does the GAN RL setup of pixelcnn++ change for Adam?", [], ["GAN", "RL"]),
+])
+def test_capitalised_phrases_and_named_tokens_are_read_as_names(message, phrases, names):
+    q = parse(message, [])
+    assert q.phrases == phrases
+    assert q.names == names
+
+
+def test_which_one_points_at_two_papers_shown_and_at_none_after_one():
+    one = [Turn(role="user", content="Is there a skein theory for the Links-Gould polynomial?"),
+           Turn(role="assistant", content="…", paper_ids=["a"])]
+    # after one paper shown, "which one is that" asks for a new paper: no reference
+    q = parse("Someone conjectured the polynomial bounds the genus. which one is that", one)
+    assert (q.reference, q.references) == ("", [])
+    two = one + [Turn(role="user", content="And the conjecture paper?"),
+                 Turn(role="assistant", content="…", paper_ids=["b"])]
+    q = parse("which one came first?", two)
+    assert q.reference == "both" and sorted(q.references) == ["a", "b"]

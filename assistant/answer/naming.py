@@ -4,7 +4,7 @@ title's initials, or a distinctive token — before any relevance model is asked
 from __future__ import annotations
 
 import re
-from typing import TypeVar
+from typing import Callable, TypeVar
 
 from ..stats import defined_acronyms
 from ..text import STOPWORDS, acronym, distinctive_tokens, has_words, normalise, terms
@@ -19,6 +19,11 @@ def names_paper(target: str, paper: Paper) -> bool:
     names = distinctive_tokens(target) or [target]
     text = normalise(paper.title + " " + paper.abstract)
     return any(normalise(n) in text for n in names)
+
+
+def writes(paper: Paper, phrase: str) -> bool:
+    """Does the paper's title or abstract write the phrase, as whole words, in any case?"""
+    return has_words(normalise(paper.title + " " + paper.abstract), normalise(phrase))
 
 
 def names_title(name: str, paper_title: str) -> bool:
@@ -68,6 +73,22 @@ def holds_title(target: str, paper: Paper) -> bool:
     title = _words(paper.title)
     side = " ".join(_words(target))
     return len(title) >= 3 and f" {' '.join(title)} " in f" {side} "
+
+
+def writes_name_of(message: str, paper: Paper, rare: Callable[[str], bool]) -> bool:
+    """Does a message write a paper's own name: its title's head before a colon or dash, of up
+    to four words, as a run of the message's words ("glow" for "Glow: Generative Flow …", "train
+    longer, generalize better"; one word only when `rare`, which few abstracts write), or every
+    content word of a title of two to four ("the matrix capsules EM routing paper" for "Matrix
+    capsules with EM routing"), plurals aside?"""
+    words = _words(message)
+    head = _words(title_head(paper.title))
+    if len(head) < len(_words(paper.title)) and 1 <= len(head) <= 4 and (len(head) > 1 or rare(head[0])):
+        if f" {' '.join(head)} " in f" {' '.join(words)} ":
+            return True
+    content = content_words(paper.title)
+    said = {w.rstrip("s") for w in words}
+    return 2 <= len(content) <= 4 and all(w.rstrip("s") in said for w in content)
 
 
 def title_has_all(words: list[str], paper: Paper) -> bool:
@@ -216,14 +237,13 @@ USES_RE = re.compile(r"\b(?:for|to|on|in|with|over|than|like|such as|against|via
 
 def named_in_abstract(target: str, judged: list[J]) -> list[J]:
     """A comparison side that is a name the titles lack ("GraphSAGE"), among judged candidates
-    (in the judge's order): the papers whose abstract presents it as its own, those that also
-    spell out its acronym first ("We propose Efficient Neural Architecture Search (ENAS)"). A
-    paper that only uses the name is not that side ("PPO vs TRPO" are not the papers that run
-    them), nor is one that spells the acronym out to compare with it."""
+    (in the judge's order): the papers whose abstract presents it as its own. A paper that only
+    uses the name is not that side ("PPO vs TRPO" are not the papers that run them), nor is one
+    that spells the acronym out to compare with it. (Those that also spell out its acronym, "We
+    propose Efficient Neural Architecture Search (ENAS)", come first in `plan._named`.)"""
     if not is_name(target):
         return []
-    own = [j for j in judged if _spells(target, j.paper) and introduces(target, j.paper)]
-    return sorted(own, key=lambda j: not defines(target, j.paper))
+    return [j for j in judged if _spells(target, j.paper) and introduces(target, j.paper)]
 
 
 def defines(name: str, paper: Paper) -> bool:

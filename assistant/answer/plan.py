@@ -27,9 +27,9 @@ from .reading import MAY_ANSWER, Read, Reader
 from .relevance import POSSESSIVE_RE, Judge, Judged, authors_named, authors_referred
 from .sides import describes_a_paper_here
 from .table import table_cells, table_markdown
-from .naming import (ASIDE_RE, abbreviates_head, acronyms_in, content_words, dated, defines, holds_title,
+from .naming import (ASIDE_RE, abbreviates_head, acronyms_in, content_words, dated, defines, holds_title, writes,
                      is_name, named_in_abstract, names_paper, names_title, new_terms, only_a_name,
-                     title_has_all, title_names, written_as_name)
+                     title_has_all, title_names, writes_name_of, written_as_name)
 from .themes import Theme, central, kmeans, target_groups, theme_name, themes
 
 
@@ -203,18 +203,30 @@ class Planner:
     def _referred(self, q: Query, judged: list[Judged], filters) -> list[Paper]:
         """The papers a message refers to by name or by author, in that order, one per name
         and per author: a name a paper has as its own (`_named`, not by initials: its title's, or
-        one its abstract introduces) and written in few abstracts (RelevancePolicy.name_papers), and an
-        author's paper the message's candidates rank best (their other papers are not what it
-        refers to)."""
+        one its abstract introduces) and written in few abstracts (RelevancePolicy.name_papers); a
+        capitalised phrase that names one paper so and that few of the papers found for it write
+        ("the Dynamic Coattention Network"; not "Generative Adversarial Networks", though one
+        title starts so); and an author's paper the message's candidates rank best (their other
+        papers are not what it refers to)."""
         found: list[Paper] = []
         stats = self.store.corpus_stats()
         for name in dict.fromkeys(POSSESSIVE_RE.sub("", n) for n in q.names):  # "DualGraph's": DualGraph
             if stats.papers_using(name) > self.policy.name_papers:
                 continue  # a term of the field, not one paper's name
-            _, judged_name = self._judged(self._spelled_out(name), filters, self.policy.candidates)
-            paper = next((j.paper for j in self._named(name, judged_name, by_initials=False)), None)
+            paper = next((j.paper for j in self._found_named(name, filters, by_initials=False)[1]), None)
             if paper is not None and paper not in found:
                 found.append(paper)
+        for phrase in q.phrases:  # "the Dynamic Coattention Network": when it names one paper only
+            (_, judged_phrase), named_phrase = self._found_named(phrase, filters, by_initials=False)
+            if sum(writes(j.paper, phrase) for j in judged_phrase) > self.policy.phrase_papers:
+                continue  # many papers write it: the field's words ("Generative Adversarial Networks")
+            named = {j.paper.paper_id: j.paper for j in named_phrase}
+            if len(named) == 1 and (paper := next(iter(named.values()))) not in found:
+                found.append(paper)
+        for j in judged[: self.policy.referred_candidates]:  # "what does glow add on top of real nvp?"
+            if j.paper not in found and writes_name_of(q.message, j.paper,
+                                                       lambda w: stats.papers_using(w) <= self.policy.name_papers):
+                found.append(j.paper)
         for author in authors_referred(q.message, stats):
             by = stats.papers_by([author])
             paper = next((j.paper for j in judged if j.paper.paper_id in by), None)
@@ -566,8 +578,7 @@ class Planner:
         `asserted`: the message describes the side as a paper here ("compare the paper that X
         with the one that Y"), not as what an earlier paper is compared with ("do they compare
         against deep network classifiers?")."""
-        hits, judged = self._judged(self._spelled_out(target), filters, self.policy.candidates)
-        named = self._named(target, judged)
+        (hits, judged), named = self._found_named(target, filters)
         if named:  # the paper it names first, alone: a later one is a looser reading of the name
             return named[:1], [named[0].hit]
         if names_only or only_a_name(target):  # "GPT-2" that no candidate spells is not here, however near
@@ -583,6 +594,13 @@ class Planner:
         elif not accepted and asserted and describes_a_paper_here(target):
             accepted = [j for j in reading.read[:1] if j.p >= self.policy.described_side_threshold]
         return accepted[: self.policy.side_options], [j.hit for j in accepted]
+
+    def _found_named(self, name: str, filters, by_initials: bool = True
+                     ) -> tuple[tuple[list[Hit], list[Judged]], list[Judged]]:
+        """The search for a name (its acronyms spelt out: `_spelled_out`) and the candidates it
+        names (`_named`)."""
+        hits, judged = self._judged(self._spelled_out(name), filters, self.policy.candidates)
+        return (hits, judged), self._named(name, judged, by_initials)
 
     def _named(self, target: str, judged: list[Judged], by_initials: bool = True) -> list[Judged]:
         """The candidates a side names, from the first of these ways to name a paper that finds

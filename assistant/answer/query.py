@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
-from ..text import STOPWORDS, distinctive_tokens, enumerated, stems, terms
+from ..text import STOPWORDS, capitalised_phrases, distinctive_tokens, enumerated, stems, terms
 from ..types import Intent, Turn
 from .sides import compare_targets, compared_against, describes_a_paper_here
 
@@ -200,6 +200,8 @@ class Query:
     asks_authors: bool = False
     counts_authors: bool = False  # "how many authors …": the answer states a number
     names: list[str] = field(default_factory=list)  # name-like tokens ("DualGraph", "GPUs", "33.7")
+    # capitalised phrases read as names ("the Dynamic Coattention Network"): text.capitalised_phrases
+    phrases: list[str] = field(default_factory=list)
     singular: bool = False  # the message wants one paper ("which paper …")
     plural: bool = False  # the message wants every paper on it ("papers on …")
     categories: list[str] = field(default_factory=list)  # categories named as such: a filter
@@ -527,7 +529,8 @@ def find_references(message: str, history: list[Turn],
                 add(m, ids[:count], "described")
     for m in pointers_to_both(message):
         ids = last.paper_ids[:2] if len(last.paper_ids) >= 2 else _accumulated(turns, 2)
-        add(m, ids, "both")
+        if len(ids) == 2:  # after one paper shown, "which one is that?" points at none
+            add(m, ids, "both")
     for m in ALL_RE.finditer(message):
         add(m, list(last.paper_ids), "all")
     for m in IT_RE.finditer(message):
@@ -835,7 +838,7 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     counts = bool(COUNT_AUTHORS_RE.search(message))
     q = Query(message, intent, topic, asks_authors=counts or bool(AUTHORS_RE.search(message)),
               counts_authors=counts, singular=singular, plural=plural,
-              names=distinctive_tokens(plain(message)),
+              names=distinctive_tokens(plain(message), plus=True), phrases=capitalised_phrases(plain(message)),
               parts=[read_part(p) for p in split_parts(message)], categories=scope.categories if scope else [],
               scope=scope.phrase if scope else "", unknown_category=unknown.phrase if unknown else "")
     for f in refs:
