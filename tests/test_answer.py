@@ -304,6 +304,10 @@ def test_a_comparison_finds_sides_told_in_sentences_or_parts(pa, message, author
     # by a capitalised phrase that is one paper's title head, beside an author
     ("Do the Verbalized Sampling paper and Procaccia's analysis of sycophancy blame the same "
      "thing in preference data?", {"Jiayi Zhang", "Itai Shapira"}),
+    # a surname with a year none of the collection's papers has cites a work from elsewhere:
+    # none of the five Zhangs here
+    ("Does the representation-learning conditional independence test fix the scalability of "
+     "KCIT from Zhang et al. 2011?", {"Alek Fröhlich"}),
 ])
 def test_a_question_cites_the_papers_it_refers_to_by_name_or_author(pa, message, authors):
     answer = pa.ask(message)

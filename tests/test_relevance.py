@@ -160,3 +160,12 @@ def test_a_first_name_that_is_the_surname_is_given_only_twice():
     assert authors_named("how does it relate to jumping numbers and Tian functions?", stats) == []
     assert authors_named("What did Tian Tian work on?", stats) == ["tian tian"]
     assert authors_named("What did Gang Tian work on?", stats) == ["gang tian"]
+
+
+def test_a_surname_cited_with_a_year_the_collection_lacks_names_no_author():
+    dated = [p.model_copy(update={"year": 2025}) for p in TAYLOR_PAPERS]
+    stats = CorpusStats.build(dated)
+    # "Khellaf et al. 2011" is a work from elsewhere; "Khellaf et al. (2025)" may be the one here
+    assert authors_named("Is this the estimator of Khellaf et al. 2011?", stats) == []
+    assert authors_named("Is this the estimator of Khellaf et al. (2025)?", stats) == ["rémi khellaf"]
+    assert authors_named("What did Khellaf do?", stats) == ["rémi khellaf"]

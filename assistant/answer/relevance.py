@@ -247,7 +247,8 @@ def surname_mentions(query: str, stats: CorpusStats,
     in_full = {w for name in full_names for w in name.split()}
     said = NAME_WORD_RE.findall(q)  # the question's words, for first names
     mentions = []
-    for tok in NAME_WORD_RE.findall(query):
+    for m in NAME_WORD_RE.finditer(query):
+        tok = m.group(0)
         low = normalise(tok)
         if low in NOT_NAMES or len(low) < 4 or low in in_full:
             continue
@@ -258,8 +259,25 @@ def surname_mentions(query: str, stats: CorpusStats,
             continue
         named = ([n for n in bearers if _first_name_given(n, low, said)]
                  if used_as_word(low, bearers, stats) else bearers)
+        if cited_elsewhere(query[m.end():], stats):
+            named = []
         mentions.append((tok, bearers, named))
     return mentions
+
+
+# a work cited by its author and year: "Zhang et al. 2011", "Zhang et al. (2011)", "Zhang, 2011"
+CITED_YEAR_RE = re.compile(r"^(?:\s+et\s+al\.?)?,?\s*\(?((?:19|20)\d\d)\b")
+
+
+def cited_elsewhere(after: str, stats: CorpusStats) -> bool:
+    """Is a surname followed by a year (`after`: the text after it) that no paper of the
+    collection has, so that it cites a work from elsewhere ("KCIT from Zhang et al. 2011" in a
+    collection of 2025 papers, or of papers without years)?"""
+    m = CITED_YEAR_RE.match(after)
+    if m is None:
+        return False
+    low, high = stats.year_range()
+    return low is None or not low <= int(m.group(1)) <= high
 
 
 def _first_name_given(name: str, surname: str, said: list[str]) -> bool:
