@@ -787,3 +787,12 @@ def test_which_one_points_at_two_papers_shown_and_at_none_after_one():
                  Turn(role="assistant", content="…", paper_ids=["b"])]
     q = parse("which one came first?", two)
     assert q.reference == "both" and sorted(q.references) == ["a", "b"]
+
+
+def test_a_summary_word_inside_questions_for_one_paper_each_names_a_paper():
+    # "the survey" is a paper here: two questions, each for one paper or its authors
+    q = parse("who wrote the survey explaining the proof of the Kakeya conjecture, and which "
+              "paper builds barrier-function controllers without a model?", [])
+    assert q.intent == "question" and len(q.parts) == 2
+    # a request for a survey stays one
+    assert parse("Give me a survey of the Kakeya papers, and which one is the newest?", []).intent == "summary"

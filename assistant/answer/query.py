@@ -186,6 +186,14 @@ def read_part(text: str) -> Part:
     return Part(text, topic if own else "", *wanted(text), metadata)
 
 
+def asks_for_a_paper_per_part(message: str) -> bool:
+    """Is the message two questions or more, each asking for one paper or for a paper's authors
+    ("who wrote the survey on X, and which paper does Y?")? Then a summary word inside one of
+    them ("the survey") names a paper: it does not ask for a summary."""
+    parts = [read_part(p) for p in split_parts(plain(message))]
+    return len(parts) >= 2 and all(p.topic and (p.singular or p.metadata) for p in parts)
+
+
 @dataclass
 class Query:
     message: str
@@ -816,6 +824,8 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     else:
         rules = detect_intent(plain(message))
         intent = read_intent(plain(message), rules) or rules
+        if intent == "summary" and asks_for_a_paper_per_part(message):
+            intent = "question"  # "who wrote the survey on X, and which paper does Y?": two questions
     refs = find_references(message, history, describe)
     if intent == "question" and refs and all(f.kind in PRONOUNS or only_a_noun(message, f) for f in refs):
         refs = _pointing(message, refs, read_focus(plain(message)), history)
