@@ -27,9 +27,9 @@ from .reading import MAY_ANSWER, Read, Reader
 from .relevance import POSSESSIVE_RE, Judge, Judged, authors_named, authors_referred
 from .sides import describes_a_paper_here
 from .table import table_cells, table_markdown
-from .naming import (ASIDE_RE, abbreviates_head, acronyms_in, content_words, dated, defines, holds_title, writes,
+from .naming import (ASIDE_RE, abbreviates_head, acronyms_in, content_words, dated, defines, holds_title,
                      is_name, named_in_abstract, names_paper, names_title, new_terms, only_a_name,
-                     title_has_all, title_names, writes_name_of, written_as_name)
+                     title_has_all, title_names, writes, writes_name_of, written_as_name)
 from .themes import Theme, central, kmeans, target_groups, theme_name, themes
 
 
@@ -206,8 +206,9 @@ class Planner:
         one its abstract introduces) and written in few abstracts (RelevancePolicy.name_papers); a
         capitalised phrase that names one paper so and that few of the papers found for it write
         ("the Dynamic Coattention Network"; not "Generative Adversarial Networks", though one
-        title starts so); and an author's paper the message's candidates rank best (their other
-        papers are not what it refers to)."""
+        title starts so); one of the best candidates whose own name the message writes
+        (`writes_name_of`: "the matrix capsules EM routing paper"); and an author's paper the
+        message's candidates rank best (their other papers are not what it refers to)."""
         found: list[Paper] = []
         stats = self.store.corpus_stats()
         for name in dict.fromkeys(POSSESSIVE_RE.sub("", n) for n in q.names):  # "DualGraph's": DualGraph
@@ -223,9 +224,11 @@ class Planner:
             named = {j.paper.paper_id: j.paper for j in named_phrase}
             if len(named) == 1 and (paper := next(iter(named.values()))) not in found:
                 found.append(paper)
-        for j in judged[: self.policy.referred_candidates]:  # "what does glow add on top of real nvp?"
-            if j.paper not in found and writes_name_of(q.message, j.paper,
-                                                       lambda w: stats.papers_using(w) <= self.policy.name_papers):
+        def rare(word: str) -> bool:  # a one-word name few abstracts write ("Glow", not "Attention")
+            return stats.papers_using(word) <= self.policy.name_papers
+
+        for j in judged[: self.policy.referred_candidates]:  # "the matrix capsules EM routing paper"
+            if j.paper not in found and writes_name_of(q.message, j.paper, rare):
                 found.append(j.paper)
         for author in authors_referred(q.message, stats):
             by = stats.papers_by([author])
