@@ -117,9 +117,8 @@ def reuse_prefix(llama: Any, prompt: list[int], openings: Optional[Openings] = N
 
     `opening`: keep nothing past the prompt's first `opening` tokens (kept as a snapshot like a
     first turn), so the rest is always evaluated in one piece. llama.cpp's logits for a prompt
-    vary with where its evaluation was split (a reading's "yes" moved by 0.016 when the reading
-    before it shared its title's first word), so a probability the assistant thresholds is
-    computed the same way whatever the model read before."""
+    vary with where its evaluation was split, so a probability the assistant thresholds is
+    computed the same way whatever the model read before (docs/benchmarks.md has the figures)."""
     shared = common_prefix(llama.input_ids[: llama.n_tokens], prompt[:-1])
     openings = openings if openings is not None else openings_of(llama)
     if opening is not None:
