@@ -17,7 +17,7 @@ from assistant import Filters, Hit, PaperAssistant, Paper, Turn, load_settings
 from assistant.config import SEED_CORPUS
 from assistant.llm import BackendError
 from assistant.answer import AnswerEngine
-from assistant.answer.sides import copied_sides
+from assistant.answer.sides import COPY_WORDS, copied_sides, copy_grammar
 from assistant.answer.plan import assign_sides
 from assistant.answer.relevance import Judged
 from assistant.answer.evidence import Source
@@ -695,3 +695,20 @@ def test_what_the_model_writes_to_choose_papers_is_written_greedily():
     llm = Recorded(reply="Paper 1: Top-W", seen=[])
     assert _written(llm, "sides", "why pick Top-W over Verbalized Sampling?", max_tokens=20) == "Paper 1: Top-W"
     assert llm.seen[0] == ("temperature", 0.0)
+
+
+
+def test_the_copy_grammar_admits_each_run_of_the_message_s_words():
+    """One rule per word (a run starting there), punctuation around a word dropped; no grammar
+    for an empty message or one too long to write rules for. (The local model under it:
+    tests/test_llm.py.)"""
+    assert copy_grammar('Is "Glow" just Real NVP?').splitlines() == [
+        'root ::= "Paper 1: " run "\\n" "Paper 2: " run',
+        "run ::= w0 | w1 | w2 | w3 | w4",
+        'w0 ::= "Is" (" " w1)?',
+        'w1 ::= "Glow" (" " w2)?',
+        'w2 ::= "just" (" " w3)?',
+        'w3 ::= "Real" (" " w4)?',
+        'w4 ::= "NVP"',
+    ]
+    assert copy_grammar("") == "" and copy_grammar("word " * (COPY_WORDS + 1)) == ""

@@ -95,6 +95,25 @@ def test_local_stream_chat_yields_text(smol):
 
 
 @needs_smol
+def test_under_a_grammar_the_model_writes_only_runs_of_the_message_s_words(smol):
+    """answer/sides.copy_grammar through the local backend: two "Paper i:" lines, each a run of
+    consecutive words of the message (punctuation around a word dropped), whatever the model
+    would rather write."""
+    from assistant.answer.sides import copy_grammar
+    from assistant.prompts import render
+
+    message = "What does Glow add on top of (Real NVP) besides invertible 1x1 convolutions?"
+    words = " what does glow add on top of real nvp besides invertible 1x1 convolutions "
+    prompt = [{"role": "user", "content": render("sides", question=message)}]
+    text = "".join(stream_chat_text(smol, prompt, grammar=copy_grammar(message), max_tokens=64))
+    lines = text.split("\n")
+    assert [line.split(": ")[0] for line in lines] == ["Paper 1", "Paper 2"], text
+    for line in lines:
+        run = line.split(": ", 1)[1]
+        assert run and f" {run.lower()} " in words, text
+
+
+@needs_smol
 def test_local_uses_the_gguf_chat_template(smol):
     info = smol.chat_template_info()
     assert info["gguf_has_template"]

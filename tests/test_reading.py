@@ -237,6 +237,52 @@ def test_a_question_the_gate_is_sure_of_is_still_read_below_reading_sure(seed_as
         planner.reader, planner.policy = engine._reader, policy
 
 
+DIVERSITY_QUESTION = ("If all I want is more varied generations, why would I bother with Top-W instead of the "
+                      "prompting trick where the model writes out several answers with probabilities?")
+PROMPTING_TRICK = "prompting trick where the model writes out several answers with probabilities"
+
+
+def test_a_question_two_read_papers_answer_alike_is_answered_from_the_papers_its_copied_words_find(
+        seed_assistant: PaperAssistant):
+    """The model reads Top-W and Verbalized Sampling both as answering (yes 0.9 each): neither
+    stands out, and the reading refuses both. The words the model copies for each paper (Top-W;
+    the prompting trick) each find one of them first, so the question is answered from both.
+    Copies that find one paper, papers read "no", and a question for one paper keep the refusal."""
+    settings = seed_assistant.settings
+    engine, planner = seed_assistant.engine, seed_assistant.engine.planner
+    diverse = {"Top-W", "Verbalized Sampling"}
+    says = Says({p.title: (0.9 if any(w in p.title for w in diverse) else 0.02)
+                 for p in seed_assistant.store.papers().values()})
+    strict = ReadingModel(w_gate=0.0, w_yes=1.0, w_lead=2.0, intercept=0.0, threshold=0.95, provenance={})
+    copied: list[str] = []
+
+    def copies(words):
+        def paper_reader(message):
+            copied.append(message)
+            return words
+        return paper_reader
+
+    try:
+        planner.reader = lambda: Reader(says, engine.embed, settings.relevance, strict)
+        planner.paper_reader = copies(["Top-W", PROMPTING_TRICK])
+        plan = planner.plan(DIVERSITY_QUESTION, [], None, None, None)
+        assert copied == [DIVERSITY_QUESTION] and not plan.abstain
+        assert sorted(s.paper.authors[0] for s in plan.sources) == ["Arash Gholamidavoodi", "Jiayi Zhang"]
+        # both copies find Top-W: one paper, so the reading's refusal stands
+        planner.paper_reader = copies(["Top-W", "Top-W a geometry-aware truncation rule"])
+        assert planner.plan(DIVERSITY_QUESTION, [], None, None, None).abstain
+        # a paper read "no" is not one a copy may find (Top-W, read 0.6 alone, is still refused)
+        says.yes = {t: (0.6 if "Top-W" in t else 0.02) for t in says.yes}
+        planner.paper_reader = copies(["Top-W", PROMPTING_TRICK])
+        assert planner.plan(DIVERSITY_QUESTION, [], None, None, None).abstain
+        # a question for one paper asks for no copy
+        copied.clear()
+        assert planner.plan("Which paper makes generations more varied?", [], None, None, None).abstain
+        assert copied == []
+    finally:
+        planner.reader, planner.paper_reader = engine._reader, engine._paper_words
+
+
 def test_it_after_an_unsure_refusal_is_the_first_paper_offered_if_the_model_reads_it_so(
         seed_assistant: PaperAssistant):
     """"What data did they use?" after a refusal that offered a paper the model read as possibly

@@ -23,7 +23,7 @@ from .ground import GroundedText, Grounder, question_allowance
 from .plan import Planner, TurnPlan
 from .reading import Reader
 from .relevance import Judge
-from .sides import SIDE_WORDS_TOKENS, copied_sides
+from .sides import SIDE_WORDS_TOKENS, copied_sides, copy_grammar
 from .stream import CheckedProse, Numbering
 from ..llm import make_llm, make_local_llm, stream_chat_events, stream_chat_text
 from ..prompts import load_prompt, render
@@ -48,7 +48,8 @@ class AnswerEngine:
                                         disk=None if embedder else self.store.sentence_vectors())
         self.judge = Judge(self.store.corpus_stats, settings.relevance, embed=self.embed)
         self.planner = Planner(settings, retriever, self.judge, self.embed, rewriter=self._rewrite,
-                               reader=self._reader, expander=self._expand, side_reader=self._side_words)
+                               reader=self._reader, expander=self._expand, side_reader=self._side_words,
+                               paper_reader=self._paper_words)
         self.grounder = Grounder(self.embed, settings.citation)
         self._llm = llm
         self._llm_error: Optional[str] = None
@@ -188,6 +189,16 @@ class AnswerEngine:
         written = _written(self._reading_model(), "sides", message, max_tokens=SIDE_WORDS_TOKENS)
         return copied_sides(written, message)
 
+    def _paper_words(self, message: str) -> list[str]:
+        """The words of a message that name or describe each paper it asks about, as the model
+        that reads candidates copies them under a grammar that admits only the message's own
+        runs of words (`copy_grammar`; a backend without grammars writes freely, and
+        `copied_sides` keeps what the message has); [] when no model can."""
+        llm = self._reading_model()
+        grammar = copy_grammar(message) if getattr(llm, "grammars", False) else ""
+        written = _written(llm, "sides", message, max_tokens=SIDE_WORDS_TOKENS, grammar=grammar)
+        return copied_sides(written, message)
+
     def _reading_model(self):
         """The model that reads candidates (`_reader`), or None when none can."""
         return self._reading_llm if self._reader() is not None else None
@@ -246,7 +257,7 @@ class AnswerEngine:
         return f"\n\n{compose.ALSO_RELEVANT_HEADING}\n" + compose.extracts(rest, words=30)
 
 
-def _written(llm, template: str, question: str, max_tokens: int) -> str:
+def _written(llm, template: str, question: str, max_tokens: int, grammar: str = "") -> str:
     """What `llm` writes for the prompt `template` about `question` (a user turn alone, no system
     turn), stripped; "" without a model or when it fails. Greedy (temperature 0): what it writes
     decides which papers are searched for or compared, so one message must be read the same way
@@ -255,8 +266,9 @@ def _written(llm, template: str, question: str, max_tokens: int) -> str:
     if llm is None:
         return ""
     try:
+        options = {"grammar": grammar} if grammar else {}
         return "".join(stream_chat_text(llm, [{"role": "user", "content": render(template, question=question)}],
-                                        max_tokens=max_tokens, temperature=0.0)).strip()
+                                        max_tokens=max_tokens, temperature=0.0, **options)).strip()
     except BackendError:
         return ""
 

@@ -68,9 +68,11 @@ class Planner:
                  embed: SentenceEmbeddings, rewriter: Optional[Callable[[str], str]] = None,
                  reader: Optional[Callable[[], Optional[Reader]]] = None,
                  expander: Optional[Callable[[str], str]] = None,
-                 side_reader: Optional[Callable[[str], list[str]]] = None):
+                 side_reader: Optional[Callable[[str], list[str]]] = None,
+                 paper_reader: Optional[Callable[[str], list[str]]] = None):
         self.settings = settings
         self.side_reader = side_reader  # the model's copy of the words naming each compared paper
+        self.paper_reader = paper_reader  # the same under a grammar: only the message's words
         self.rewriter = rewriter  # the model's rewrite of a question into a paper's terms
         self.expander = expander  # the abstract the model writes for a question (second look)
         self.reader = reader  # the model that reads candidates (reading.py), made on first need
@@ -177,6 +179,8 @@ class Planner:
         papers = [j.paper for j in chosen]
         if not q.singular:  # "What does SQLNet add on top of Seq2SQL?": the papers it names, too
             papers = self._with_referred(papers, q, judged, filters)
+        if not papers and not q.singular and reading is not None:
+            papers = self._read_sides(q, reading, filters)
         if len(papers) > len(chosen):
             hits = papers_first(papers, hits)
         plan = TurnPlan("question", q.message, retrieved=hits)
@@ -199,6 +203,27 @@ class Planner:
             return papers
         extra = [p for p in referred if p not in papers]
         return (papers + extra)[: self.settings.compare_max]
+
+    def _read_sides(self, q: Query, reading: Read, filters) -> list[Paper]:
+        """The papers of a question the reading refused because two papers answer it alike
+        ("Does the ghost batch norm 'train longer, generalize better' paper go along with the
+        ICLR'17 large-batch paper's story …?": neither stands out from the other, and the reading
+        model weighs how far a paper stands out). The model copies out the words naming or
+        describing each paper the message is about, under a grammar (`paper_reader`); a copy is
+        the paper it names, else (unless it is a bare name) the paper its own search ranks
+        first, when that is one of the read papers the model said may answer. [] unless two copies find two different papers
+        so: a question about one paper keeps its refusal."""
+        may = {j.paper.paper_id for j in reading.read if j.features["yes"] >= MAY_ANSWER}
+        if len(may) < 2 or self.paper_reader is None:
+            return []
+        found: list[Paper] = []
+        for side in self.paper_reader(q.message):
+            (_, judged), named = self._found_named(side, filters)
+            # a bare name ("WGAN-GP") is the paper that spells it, never the nearest one
+            first = named[:1] or ([] if only_a_name(side) else judged[:1])
+            if first and first[0].paper.paper_id in may and first[0].paper not in found:
+                found.append(first[0].paper)
+        return found[: self.settings.compare_max] if len(found) >= 2 else []
 
     def _referred(self, q: Query, judged: list[Judged], filters) -> list[Paper]:
         """The papers a message refers to by name or by author, in that order, one per name

@@ -8,6 +8,7 @@ the planner's work; this module only reads the message.
 """
 from __future__ import annotations
 
+import json
 import re
 
 from ..text import enumerated, has_words, normalise, terms
@@ -278,3 +279,28 @@ def _as_the_message_says(side: str, said: str) -> str:
             if terms(run) and has_words(said, run):
                 return " ".join(shown[i:i + size])
     return ""
+
+
+# a word of the message as a grammar may copy it: its surrounding punctuation dropped ("(the",
+# "nvp?" → "the", "nvp"), what is inside kept ("WGAN-GP", "DualGraph's", "1x1")
+WORD_EDGE = "\"'“”‘’`,.;:?!()[]{}"
+COPY_WORDS = 150  # a longer message gets no grammar (its rules grow with its words)
+
+
+def copy_grammar(message: str, papers: int = 2) -> str:
+    """A GBNF grammar under which the model can write only `papers` lines "Paper i: <words>",
+    each a run of consecutive words of `message` (prompts/sides.txt's form). A small model
+    asked to copy the words naming each paper rewrites them instead ("Glow" and "Invertible 1x1
+    Convolutional Neural Networks" for "what does glow add on top of real nvp …?"), and
+    `copied_sides` can only drop what it made up; under the grammar every line is the user's.
+    Rule w_i is a run that starts at word i: word i, then optionally run i+1. "" for an empty
+    message or one over COPY_WORDS words."""
+    words = [w.strip(WORD_EDGE) or w for w in message.split()]
+    if not words or len(words) > COPY_WORDS:
+        return ""
+    lines = ' "\\n" '.join(f'"Paper {i}: " run' for i in range(1, papers + 1))
+    rules = [f"root ::= {lines}", "run ::= " + " | ".join(f"w{i}" for i in range(len(words)))]
+    for i, word in enumerate(words):
+        rest = f' (" " w{i + 1})?' if i + 1 < len(words) else ""
+        rules.append(f"w{i} ::= {json.dumps(word, ensure_ascii=False)}{rest}")
+    return "\n".join(rules)

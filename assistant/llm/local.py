@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Optional, Sequence
 
 from llama_index.core.base.llms.types import (
     ChatMessage,
@@ -213,7 +213,10 @@ class LocalLlamaCPP(CustomLLM):
     in arrival order (each waits at most ``timeout`` seconds for its turn, then generates for at
     most ``timeout`` seconds).
     While a streamed call waits, its stream reports how many are ahead of it (:class:`Waiting`).
+    A chat call given ``grammar=`` (GBNF text) writes only what the grammar admits.
     """
+
+    grammars: ClassVar[bool] = True  # chat calls accept grammar= (see _constrained)
 
     model_path: str = Field(description="Path of the GGUF file.")
     n_ctx: int = Field(default=4096, gt=0)
@@ -353,6 +356,9 @@ class LocalLlamaCPP(CustomLLM):
         prompt = llama.tokenize(formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special,
                                 special=True)
         stop = [*(kwargs.get("stop", self.stop) or []), *_as_list(formatted.stop)]
+        if kwargs.get("grammar"):
+            return self._generate(lambda llama: self._constrained(llama, prompt, stop, kwargs),
+                                  lambda chunk: chunk["choices"][0]["text"])
         return self._generate(lambda llama: self._lookup(llama, prompt, stop, kwargs), str)
 
     def _chat_deltas_by_format(self, messages: Sequence[ChatMessage], **kwargs: Any) -> Iterator[Any]:
@@ -372,6 +378,17 @@ class LocalLlamaCPP(CustomLLM):
         tokens = llama.tokenize(prompt.encode("utf-8"), special=True)
         stop = list(kwargs.get("stop", self.stop) or [])
         return self._generate(lambda llama: self._lookup(llama, tokens, stop, kwargs), str)
+
+    def _constrained(self, llama: Any, prompt: list[int], stop: list[str], kwargs: dict) -> Iterable[dict]:
+        """The reply under `kwargs["grammar"]` (GBNF): llama.cpp's grammar sampler admits only
+        the tokens the grammar allows, one token a step (prompt lookup proposes tokens the
+        grammar may refuse)."""
+        import llama_cpp
+
+        grammar = llama_cpp.LlamaGrammar.from_string(kwargs["grammar"], verbose=False)
+        return llama.create_completion(prompt, grammar=grammar, stream=True, stop=stop,
+                                       max_tokens=kwargs.get("max_tokens", self.max_tokens),
+                                       temperature=kwargs.get("temperature", self.temperature))
 
     def _lookup(self, llama: Any, prompt: list[int], stop: list[str], kwargs: dict) -> Iterator[str]:
         sampling = Sampling(temperature=kwargs.get("temperature", self.temperature))
