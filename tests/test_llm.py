@@ -203,6 +203,10 @@ def test_openai_backend_chat_and_stream(remote):
     assert response.message.content.strip()
     deltas = list(stream_chat_text(remote, MESSAGES))
     assert len(deltas) > 1 and "".join(deltas).strip()
+    # a call's own max_tokens wins over the backend's (24): llama-index would send 24
+    story = [{"role": "user", "content": "Write a long story about a fox."}]
+    short = remote.chat(to_chat_messages(story), max_tokens=3)
+    assert short.raw.usage.completion_tokens <= 3, short.raw.usage
 
 
 def test_openai_backend_unreachable_fails_fast(monkeypatch):

@@ -224,6 +224,14 @@ def test_llama_server_child_slots_queue_visibly_and_stop():
     done = httpx.post(server.base_url.removesuffix("/v1") + "/completion", timeout=120, json={
         "prompt": line * 3, "n_predict": 24, "temperature": 0}).json()
     assert done["timings"].get("draft_n", 0) > 0, done["timings"]
+    # a grammar (answer/sides.copy_grammar) goes to llama-server, which writes only what it admits
+    from assistant.answer.sides import copy_grammar
+
+    message = "Does Glow just extend Real NVP?"
+    text = "".join(stream_chat_text(llm, [{"role": "user", "content": f"Name the papers in: {message}"}],
+                                    grammar=copy_grammar(message), max_tokens=40, temperature=0.0))
+    runs = [line.split(": ", 1)[1] for line in text.split("\n")]
+    assert len(runs) == 2 and all(f" {r} " in " Does Glow just extend Real NVP " for r in runs), text
     server.stop()
     assert not server.alive()
 

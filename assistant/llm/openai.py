@@ -67,6 +67,15 @@ class OpenAICompatible(OpenAILike):
             if close is not None:
                 close()
 
+    def _get_model_kwargs(self, **kwargs: Any) -> dict[str, Any]:
+        """llama-index's request fields, except that a call's own max_tokens wins: llama-index
+        puts the model's default last, so a 48-token copy of a comparison's sides or an answer's
+        own limit would be sent as the setting's max_tokens."""
+        fields = super()._get_model_kwargs(**kwargs)
+        if kwargs.get("max_tokens") is not None:
+            fields["max_tokens"] = kwargs["max_tokens"]
+        return fields
+
     def choice_probabilities(self, messages: Sequence[dict], options: Sequence[str]) -> list[float]:
         """The probability of each option as the reply's first word, over the options alone: from
         the server's top log-probabilities of one generated token (OpenAI's ``logprobs``), or, from

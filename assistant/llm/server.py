@@ -30,7 +30,7 @@ import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, ClassVar, Optional, Sequence
 
 from ..config import Settings, default_cache_dir
 from .errors import BackendTimeout, ModelUnavailable
@@ -227,6 +227,7 @@ def make_server_llm(settings: Settings, model_path: Path):
         waits here, and its stream says how many are ahead."""
 
         _llama_server: Any = PrivateAttr(default=None)
+        grammars: ClassVar[bool] = True  # llama-server takes a GBNF "grammar" in the request body
 
         @classmethod
         def class_name(cls) -> str:
@@ -242,6 +243,9 @@ def make_server_llm(settings: Settings, model_path: Path):
 
         def stream_chat(self, messages, **kwargs):
             from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageRole
+
+            if kwargs.get("grammar"):  # llama-server's own field, beside the OpenAI ones
+                kwargs["extra_body"] = {**kwargs.get("extra_body", {}), "grammar": kwargs.pop("grammar")}
 
             def gen():
                 for ahead in self._turn():
