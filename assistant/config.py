@@ -84,6 +84,11 @@ class RelevancePolicy(BaseModel):
     categories_listed: int = Field(
         12, description="A message names a category the collection lacks ('the NLP area'): the note "
                         "saying so lists the collection's categories when there are at most this many.")
+    read_sides: bool = Field(
+        False, description="Before refusing a question that does not ask for one paper and that the model "
+                           "read two papers or more as possibly answering, the model copies the words naming "
+                           "each paper it is about, and two read papers they find answer it (answer/plan.py "
+                           "_read_sides). Off by default (docs/relevance.md says why).")
     second_look_papers: int = Field(
         0, description="When the model has read the best candidates of a question and none answers it, "
                        "it writes the abstract of a paper that would, and this many papers closest to the "

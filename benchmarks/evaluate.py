@@ -101,6 +101,11 @@ DEFAULT_SETS = {
     # described, "the two X papers", asked as questions, absent; round 10 adds one-paper look-alikes
     **{f"{c}-compare-{n}": (c, QUESTIONS / f"{c}_compare_{n}.jsonl")
        for n in (9, 10) for c in ("seed", "arxiv_math", "ml_conf")},
+    # rounds 11 and 12, written the same way (thirtieth and thirty-first sessions): comparisons
+    # asked as questions, one-paper look-alikes; round 11 adds described comparisons, "those
+    # two", two-part questions and follow-ups, round 12 out-of-corpus questions naming two things
+    **{f"{c}-round-{n}": (c, QUESTIONS / f"{c}_round_{n}.jsonl")
+       for n in (11, 12) for c in ("seed", "arxiv_math", "ml_conf")},
     "scifact-heldout": ("scifact", None),
 }
 # kinds whose every expected paper must be cited (else: any one of them), and kinds where

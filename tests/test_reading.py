@@ -265,6 +265,8 @@ def test_a_question_two_read_papers_answer_alike_is_answered_from_the_papers_its
     try:
         planner.reader = lambda: Reader(says, engine.embed, settings.relevance, strict)
         planner.paper_reader = copies(["Top-W", PROMPTING_TRICK])
+        assert planner.plan(DIVERSITY_QUESTION, [], None, None, None).abstain and copied == []  # off by default
+        planner.policy = settings.relevance.model_copy(update={"read_sides": True})
         plan = planner.plan(DIVERSITY_QUESTION, [], None, None, None)
         assert copied == [DIVERSITY_QUESTION] and not plan.abstain
         assert sorted(s.paper.authors[0] for s in plan.sources) == ["Arash Gholamidavoodi", "Jiayi Zhang"]
@@ -281,6 +283,7 @@ def test_a_question_two_read_papers_answer_alike_is_answered_from_the_papers_its
         assert copied == []
     finally:
         planner.reader, planner.paper_reader = engine._reader, engine._paper_words
+        planner.policy = settings.relevance
 
 
 def test_it_after_an_unsure_refusal_is_the_first_paper_offered_if_the_model_reads_it_so(

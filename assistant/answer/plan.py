@@ -179,7 +179,7 @@ class Planner:
         papers = [j.paper for j in chosen]
         if not q.singular:  # "What does SQLNet add on top of Seq2SQL?": the papers it names, too
             papers = self._with_referred(papers, q, judged, filters)
-        if not papers and not q.singular and reading is not None:
+        if not papers and not q.singular and reading is not None and self.policy.read_sides:
             papers = self._read_sides(q, reading, filters)
         if len(papers) > len(chosen):
             hits = papers_first(papers, hits)
@@ -206,24 +206,31 @@ class Planner:
 
     def _read_sides(self, q: Query, reading: Read, filters) -> list[Paper]:
         """The papers of a question the reading refused because two papers answer it alike
-        ("Does the ghost batch norm 'train longer, generalize better' paper go along with the
-        ICLR'17 large-batch paper's story …?": neither stands out from the other, and the reading
-        model weighs how far a paper stands out). The model copies out the words naming or
-        describing each paper the message is about, under a grammar (`paper_reader`); a copy is
+        ("could Meta Context Engineering's evolved context files stand in for DualGraph's outline
+        memory …?": neither stands out from the other, and the reading model weighs how far a
+        paper stands out); RelevancePolicy.read_sides. The model copies out the words naming or
+        describing each paper the message is about, under a grammar (`paper_reader`). A copy is
         the paper it names, else (unless it is a bare name) the paper its own search ranks
-        first, when that is one of the read papers the model said may answer. [] unless two copies find two different papers
-        so: a question about one paper keeps its refusal."""
+        first, when that is one of the read papers the model said may answer, and when the copy
+        resolves to it as a comparison's side does (`_side_options`). [] unless two copies find
+        two different papers so: a question about one paper keeps its refusal."""
         may = {j.paper.paper_id for j in reading.read if j.features["yes"] >= MAY_ANSWER}
         if len(may) < 2 or self.paper_reader is None:
             return []
-        found: list[Paper] = []
+        found: dict[str, Paper] = {}  # side: its paper
         for side in self.paper_reader(q.message):
             (_, judged), named = self._found_named(side, filters)
             # a bare name ("WGAN-GP") is the paper that spells it, never the nearest one
             first = named[:1] or ([] if only_a_name(side) else judged[:1])
-            if first and first[0].paper.paper_id in may and first[0].paper not in found:
-                found.append(first[0].paper)
-        return found[: self.settings.compare_max] if len(found) >= 2 else []
+            if first and first[0].paper.paper_id in may and first[0].paper not in found.values():
+                found[side] = first[0].paper
+        if len(found) < 2:
+            return []
+        # each side's paper is what the side names or what the model reads the side as, as a
+        # comparison's side is ("speculative decoding" finds Top-W first, but is not Top-W)
+        papers = [paper for side, paper in found.items()
+                  if paper in [j.paper for j in self._side_options(side, filters)[0]]]
+        return papers[: self.settings.compare_max] if len(papers) >= 2 else []
 
     def _referred(self, q: Query, judged: list[Judged], filters) -> list[Paper]:
         """The papers a message refers to by name or by author, in that order, one per name
