@@ -186,16 +186,18 @@ class AnswerEngine:
         """The words of a comparison request that name or describe each paper it compares, as
         the model that reads candidates copies them out (`sides.copied_sides` keeps only words
         the message has); [] when no model can."""
-        written = _written(self._reading_model(), "sides", message, max_tokens=SIDE_WORDS_TOKENS)
-        return copied_sides(written, message)
+        return self._copied_words(message, exact=False)
 
     def _paper_words(self, message: str) -> list[str]:
-        """The words of a message that name or describe each paper it asks about, as the model
-        that reads candidates copies them under a grammar that admits only the message's own
-        runs of words (`copy_grammar`; a backend without grammars writes freely, and
-        `copied_sides` keeps what the message has); [] when no model can."""
+        """The same for the papers a question asks about, copied under a grammar that admits only
+        the message's own runs of words (`copy_grammar`) where the backend takes grammars."""
+        return self._copied_words(message, exact=True)
+
+    def _copied_words(self, message: str, exact: bool) -> list[str]:
+        """prompts/sides.txt written by the model that reads candidates, under `copy_grammar`
+        when `exact` and its backend takes grammars, each line kept as the message has it."""
         llm = self._reading_model()
-        grammar = copy_grammar(message) if getattr(llm, "grammars", False) else ""
+        grammar = copy_grammar(message) if exact and getattr(llm, "grammars", False) else ""
         written = _written(llm, "sides", message, max_tokens=SIDE_WORDS_TOKENS, grammar=grammar)
         return copied_sides(written, message)
 

@@ -383,9 +383,7 @@ class LocalLlamaCPP(CustomLLM):
         """The reply under `kwargs["grammar"]` (GBNF): llama.cpp's grammar sampler admits only
         the tokens the grammar allows, one token a step (prompt lookup proposes tokens the
         grammar may refuse)."""
-        import llama_cpp
-
-        grammar = llama_cpp.LlamaGrammar.from_string(kwargs["grammar"], verbose=False)
+        grammar = _import_llama_cpp().LlamaGrammar.from_string(kwargs["grammar"], verbose=False)
         return llama.create_completion(prompt, grammar=grammar, stream=True, stop=stop,
                                        max_tokens=kwargs.get("max_tokens", self.max_tokens),
                                        temperature=kwargs.get("temperature", self.temperature))
