@@ -238,6 +238,40 @@ def floor_cost(records: list[dict], floor: float) -> str:
             f"reads {len(kept)}/{len(ooc)} out-of-corpus ones")
 
 
+def unaccepted_pairs(read: list[dict], cache: dict[str, float], model: ReadingModel, papers: int,
+                     sure: float, least_yes: float, least_lead: float) -> dict[str, int]:
+    """What a pair rule would answer: questions the reading accepts no paper for (and the gate is
+    not sure of) whose two best-read papers both read yes >= least_yes and the weaker of the two
+    leads the third by >= least_lead ("two papers answer it alike"), counted by kind; an
+    answerable one as pos_gold when either paper of the pair is gold, else pos_wrong."""
+    by_question: dict[str, list] = {}
+    for rec, i, p, yes, lead, label in rows_of(read, cache, papers):
+        by_question.setdefault(rec["item"].qid, []).append((rec, p, yes, lead, label))
+    counts: dict[str, int] = {}
+    for rows in by_question.values():
+        rec = rows[0][0]
+        if max(rec["p"]) >= sure or any(model.proba(p, y, l) >= model.threshold for _, p, y, l, _ in rows):
+            continue
+        ranked = sorted(rows, key=lambda r: -r[2])
+        pair, rest = ranked[:2], ranked[2:]
+        if len(pair) < 2 or pair[1][2] < least_yes or (rest and pair[1][2] - rest[0][2] < least_lead):
+            continue
+        kind = rec["item"].kind
+        if kind == "pos":
+            kind = "pos_gold" if any(label for *_, label in pair) else "pos_wrong"
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
+def report_pairs(read: list[dict], cache: dict[str, float], papers: int, sure: float) -> None:
+    """unaccepted_pairs for the shipped reading model over a grid of the rule's two bars."""
+    model = ReadingModel.load()
+    for least_yes in (0.6, 0.7, 0.8):
+        for least_lead in (0.0, 0.1, 0.2):
+            counts = unaccepted_pairs(read, cache, model, papers, sure, least_yes, least_lead)
+            print(f"pair: both yes >= {least_yes}, lead over the third >= {least_lead}: {counts}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     policy = RelevancePolicy()
@@ -257,6 +291,8 @@ def main() -> int:
                          "w_gate 0); the one with the best out-of-fold net is kept (ties: off, "
                          "then the lowest)")
     ap.add_argument("--collect-only", action="store_true")
+    ap.add_argument("--pairs", action="store_true",
+                    help="only report what answering two alike-read papers would do (unaccepted_pairs)")
     ap.add_argument("--cached-only", action="store_true", help="fit on the readings already cached")
     ap.add_argument("--corpora", default="seed,ml_conf,arxiv_math,scifact")
     ap.add_argument("--scifact", type=int, default=200, help="SciFact train claims labelled (0: all)")
@@ -287,6 +323,9 @@ def main() -> int:
     # fitted on all of them
     all_read = {rec["item"].qid for rec, *_ in rows_of(questions, cache, args.papers)}
     read = [r for r in questions if r["item"].qid in all_read]
+    if args.pairs:
+        report_pairs(read, cache, args.papers, sure)
+        return 0
     floors = [None if f == "off" else float(f) for f in args.gate_floors.split(",")]
     tried = {}  # floor -> (out-of-fold best readings, threshold, net)
     for f in floors:

@@ -106,6 +106,9 @@ DEFAULT_SETS = {
     # two", two-part questions and follow-ups, round 12 out-of-corpus questions naming two things
     **{f"{c}-round-{n}": (c, QUESTIONS / f"{c}_round_{n}.jsonl")
        for n in (11, 12) for c in ("seed", "arxiv_math", "ml_conf")},
+    # round 13, written the same way (thirty-second session): described comparisons, "those
+    # two" across turns, two-part questions, comparisons of two things the corpus lacks
+    **{f"{c}-round-13": (c, QUESTIONS / f"{c}_round_13.jsonl") for c in ("seed", "arxiv_math", "ml_conf")},
     "scifact-heldout": ("scifact", None),
 }
 # kinds whose every expected paper must be cited (else: any one of them), and kinds where

@@ -104,7 +104,7 @@ def test_a_topic_made_only_of_request_words_falls_back_to_the_message():
 
 # ---------------------------------------------------------------- references to earlier answers
 from assistant.answer.query import parse, split_parts  # noqa: E402
-from assistant.answer.sides import compare_targets, describes_a_paper_here  # noqa: E402
+from assistant.answer.sides import compare_targets, describes_a_paper_here, told_sides  # noqa: E402
 from assistant.types import Turn  # noqa: E402
 
 TEXTS = {"A": "Causal discovery from multiple views", "B": "Federated causal effect estimation",
@@ -348,6 +348,41 @@ def test_multi_part_questions_split(message, parts):
 ])
 def test_a_comparison_told_in_sentences_has_them_as_sides(message, sentences):
     assert parse(message, [], "compare").side_sentences == sentences
+
+
+@pytest.mark.parametrize("message,targets", [
+    # "one X, and the other Y" inside a sentence whose comparison is asked in the next one
+    ("There are two lichen papers here: one forecasts lichen growth from satellite images, and "
+     "the other maps moss cover with drones and a CRF. How do they compare in what they need?",
+     ["forecasts lichen growth from satellite images", "maps moss cover with drones and CRF"]),
+    ("One paper forecasts lichen growth from satellite images. Another maps moss cover with "
+     "drones and a CRF. Compare how each was evaluated.",
+     ["forecasts lichen growth from satellite images", "maps moss cover with drones and CRF"]),
+])
+def test_one_and_the_other_tell_a_comparison_s_sides(message, targets):
+    assert told_sides(message) == targets and compare_targets(message) == targets
+
+
+@pytest.mark.parametrize("message", [
+    "Compare one of the lichen papers with the moss paper and the other satellite ones.",
+    "Does the paper where one model imitates another compare with the moss paper?",
+    # sides too thin to describe a paper: the two papers shown are what "they" are
+    "how do they compare? one seems algebraic, the other inferential",
+    # a pair never crosses a question's end: "the one that …? one looks …, the other …"
+    "compare the one that forecasts lichen growth from satellites with the moss paper? one looks "
+    "practical and the other theoretical, how do they fit together",
+])
+def test_one_of_another_inside_a_description_and_thin_sides_tell_no_sides(message):
+    assert told_sides(message) == []
+
+
+@pytest.mark.parametrize("message,references", [
+    ("what does [2] find?", ["B"]),
+    ("And the one describing rowmotion orbits on interval-closed sets of [2]x[n]?", []),
+    ("is the bound on x[2] sharp?", []),
+])
+def test_a_citation_marker_stands_alone_not_inside_mathematics(message, references):
+    assert parse(message, convo(["A", "B"])).references == references
 
 
 # ---------------------------------------------------------------- more like this, literature tables

@@ -85,7 +85,9 @@ RANGE_RE = re.compile(rf"\b(?:the\s+)?(first|last|top)\s+(two|three|four|five|[2
 # (another paper, not the second shown) or a label ("Second one: the paper that …")
 ORDINAL_RE = re.compile(rf"\b(?:the\s+)?(?<!\bper\s)(?<!\ba\s){ORDINAL}(?!-)(?!(?:\s+{NOUN})?\s*:)(?:\s+{NOUN})?\b"
                         rf"|\b(?:the\s+)?(former|latter)\b", re.I)
-REFERENCE_RE = re.compile(r"\[(\d{1,2})\]|(?:#|\b(?:paper|source|reference|number|no\.)\s*)(\d{1,2})\b", re.I)
+# a citation marker "[2]" stands alone: "[2]x[n]", "x[2]" and "[2]^k" are mathematics
+REFERENCE_RE = re.compile(r"(?<![\w\])^_])\[(\d{1,2})\](?![\w\[(^_×*])|"
+                          r"(?:#|\b(?:paper|source|reference|number|no\.)\s*)(\d{1,2})\b", re.I)
 # "the other one", "the other paper"
 OTHER_RE = re.compile(rf"\bthe other(?:\s+{NOUN})?\b", re.I)
 # "the two causal papers you mentioned", "the federated one", "the paper on sycophancy you cited"

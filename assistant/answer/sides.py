@@ -63,6 +63,14 @@ LEADING_CONNECTOR_RE = re.compile(r"^(?:with|and|to|vs\.?|versus|against|from)\s
 LIST_SPLIT_RE = re.compile(r"\s*(?:,|;|&|\band\b)\s*", re.I)
 ONE_OTHER_RE = re.compile(r"^(?:the\s+)?(?:one|first)\b(.+?)[,;]?\s+(?:and\s+|while\s+|whereas\s+)?"
                           r"the\s+(?:other|second)\b(.+)$", re.I | re.S)
+# "…: one does X, and the other does Y." anywhere in a message: a correlative pair of clauses,
+# each describing a paper ("one of", "which one", "no one" start none; "another" only after a
+# clause's punctuation or connective, not "one model imitates another"); the pair may cross a
+# statement's end ("One paper has X. Another has Y."), never a question's
+TOLD_ONE_OTHER_RE = re.compile(
+    r"(?:^|(?<=[:;,.!?—–])\s*)(?:the\s+)?one\b(?!\s+of\b)(?:\s+(?:paper|work|study))?([^?!]+?)"
+    r"(?:[,;.]\s+(?:(?:and|while|whereas|but)\s+)?|\s+(?:and|while|whereas|but)\s+)"
+    r"(?:the\s+other|another)(?:\s+(?:one|paper|work|study))?\b([^?!]+?)(?:[.?!](?=\s|$)|$)", re.I | re.S)
 QUESTION_START_RE = re.compile(r"^(?:how|what|which|why|where|when|do|does|did|is|are|can|in what)\b", re.I)
 NAME_SCAFFOLD_RE = re.compile(r"(?<![\w-])(the|a|an|papers?|works?|methods?|approach(es)?|called|on|about|"
                               r"one|two|does|do|differ|differs|different)(?![\w-])", re.I)
@@ -95,7 +103,7 @@ def describes_a_paper_here(side: str) -> bool:
 def compare_targets(message: str) -> list[str]:
     """The sides of "compare A with B": names ("Top-W", "Verbalized Sampling") or descriptions
     ("the paper that unrolls the discriminator optimization")."""
-    numbered = numbered_sides(message)
+    numbered = numbered_sides(message) or told_sides(message)
     if numbered:
         return numbered
     m = COMPARE_START_RE.search(message)
@@ -144,6 +152,17 @@ def numbered_sides(message: str) -> list[str]:
     sides = [NUMBERED_SIDE_END_RE.sub("", item.strip()) for item in enumerated(message)]
     sides = [t for t in (_clean_name(s) for s in sides) if terms(t)]
     return sides if len(sides) >= 2 else []
+
+
+def told_sides(message: str) -> list[str]:
+    """The two papers a message describes as "one X, and the other Y" (anywhere in it, also
+    across two sentences: "One paper has X. Another has Y."), when each describes a paper; []
+    otherwise."""
+    m = TOLD_ONE_OTHER_RE.search(message)
+    sides = [side.strip(" ,;:") for side in m.groups()] if m else []
+    if not sides or not all(describes_a_paper_here(side) for side in sides):
+        return []
+    return [_clean_name(side) for side in sides]
 
 
 def _trimmed(body: str) -> str:
