@@ -217,19 +217,20 @@ class Planner:
         may = {j.paper.paper_id for j in reading.read if j.features["yes"] >= MAY_ANSWER}
         if len(may) < 2 or self.paper_reader is None:
             return []
-        found: dict[str, Paper] = {}  # side: its paper
+        found: dict[str, tuple[Paper, tuple]] = {}  # side: its paper, and the side's search
         for side in self.paper_reader(q.message):
-            (_, judged), named = self._found_named(side, filters)
+            searched = self._found_named(side, filters)
+            (_, judged), named = searched
             # a bare name ("WGAN-GP") is the paper that spells it, never the nearest one
             first = named[:1] or ([] if only_a_name(side) else judged[:1])
-            if first and first[0].paper.paper_id in may and first[0].paper not in found.values():
-                found[side] = first[0].paper
+            if first and first[0].paper.paper_id in may and all(first[0].paper != p for p, _ in found.values()):
+                found[side] = (first[0].paper, searched)
         if len(found) < 2:
             return []
         # each side's paper is what the side names or what the model reads the side as, as a
         # comparison's side is ("speculative decoding" finds Top-W first, but is not Top-W)
-        papers = [paper for side, paper in found.items()
-                  if paper in [j.paper for j in self._side_options(side, filters)[0]]]
+        papers = [paper for side, (paper, searched) in found.items()
+                  if paper in [j.paper for j in self._side_options(side, filters, found=searched)[0]]]
         return papers[: self.settings.compare_max] if len(papers) >= 2 else []
 
     def _referred(self, q: Query, judged: list[Judged], filters) -> list[Paper]:
@@ -607,13 +608,14 @@ class Planner:
         return papers, [t for t, j in zip(kept, found) if j is None], retrieved
 
     def _side_options(self, target: str, filters, names_only: bool = False,
-                      asserted: bool = True) -> tuple[list[Judged], list[Hit]]:
+                      asserted: bool = True, found: Optional[tuple] = None) -> tuple[list[Judged], list[Hit]]:
         """The papers one side of a comparison may be, best first: the paper the side names
         (`_named`) alone, else (unless `names_only`) those the relevance judgement accepts.
         `asserted`: the message describes the side as a paper here ("compare the paper that X
         with the one that Y"), not as what an earlier paper is compared with ("do they compare
-        against deep network classifiers?")."""
-        (hits, judged), named = self._found_named(target, filters)
+        against deep network classifiers?"). `found`: the side's `_found_named`, when the caller
+        has searched it already."""
+        (hits, judged), named = found or self._found_named(target, filters)
         if named:  # the paper it names first, alone: a later one is a looser reading of the name
             return named[:1], [named[0].hit]
         if names_only or only_a_name(target):  # "GPT-2" that no candidate spells is not here, however near
