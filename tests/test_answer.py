@@ -495,6 +495,19 @@ def test_summarize_them_summarises_the_previous_papers(pa):
     assert {c.paper_id for c in answer.citations} == {c.paper_id for c in first.citations}
 
 
+def test_summarize_them_after_two_one_paper_answers_lists_both_as_shown(pa):
+    history = []
+    for q in ("Which paper proposes Top-W?", "And the one on Verbalized Sampling?"):
+        answer = pa.ask(q, history)
+        history += [Turn(role="user", content=q), answer.as_turn()]
+    shown = [p for t in history if t.role == "assistant" for p in t.paper_ids]
+    answer = pa.ask("Summarize them", history)
+    assert answer.intent == "summary" and len(shown) == 2
+    assert [c.paper_id for c in answer.citations] == shown
+    # named as the papers shown, not counted as the collection's papers "about *Summarize them*"
+    assert answer.answer.startswith("The 2 papers shown above.") and "Summarize them" not in answer.answer
+
+
 @pytest.mark.parametrize("side,title,expected", [
     ("EBGAN", "Energy-based Generative Adversarial Network", True),
     ("KAN", "Kolmogorov-Arnold Networks: a theory", True),

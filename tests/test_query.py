@@ -622,6 +622,30 @@ def test_those_two_after_two_one_paper_answers_points_at_both(message):
     assert sorted(parse(message, history).references) == ["A", "B"]
 
 
+@pytest.mark.parametrize("message", ["Summarize them", "Make a table of them: method, data",
+                                     "Give me an overview of these"])
+def test_them_after_one_paper_answers_points_at_each_of_those_papers(message):
+    # "What is X?" "And the one on Y?" "Summarize them": both papers, in the order shown
+    assert parse(message, convo(["A"], ["B"])).references == ["A", "B"]
+    # after an answer that listed several, "them" is that list
+    assert parse(message, convo(["A"], ["C", "D"])).references == ["C", "D"]
+    # a refusal ends the run: "them" cannot reach past it
+    assert parse(message, convo(["A"], ["B"], refused_last=True)).references == ["B"]
+
+
+def test_a_summary_pointing_back_by_a_pronoun_is_read_by_meaning():
+    focus = lambda reading: (lambda message: reading)  # noqa: E731
+    message = "Put them side by side: what kind of combinatorics is each doing?"
+    q = parse(message, convo(["A"], ["B"]), read_intent=lambda m, r: "summary", read_focus=focus("focus"))
+    assert q.intent == "summary" and q.references == ["A", "B"] and q.focus == "focus"
+    # read as asking something new: "them" is inside the topic, which is searched
+    q = parse("Summarize work that trains transformers on PDEs and makes them faster", convo(["A"]),
+              read_focus=focus("new"))
+    assert q.intent == "summary" and q.references == [] and q.focus is None
+    q = parse("Summarize them", convo(["A", "B"]), read_focus=focus(None))  # unsure: the rules decide
+    assert q.references == ["A", "B"] and q.focus is None
+
+
 @pytest.mark.parametrize("message", ["Which variables get bisected at each iteration?",
                                      "any results on mnist?",
                                      "what does the system converge to in the large-time limit?"])

@@ -179,6 +179,14 @@ def summary_listing(topic: str, themes: list[tuple[str, list[Source]]], matching
                        f"*{shorten(topic, 12)}*{within}{more}.", themes)
 
 
+def shown_listing(themes: list[tuple[str, list[Source]]]) -> str:
+    """A summary of papers the conversation showed ("summarize them"): they are named as that,
+    not counted against the collection as if they matched a topic."""
+    shown = sum(len(g) for _, g in themes)
+    head = "The paper shown above." if shown == 1 else f"The {shown} papers shown above."
+    return theme_lines(head, themes)
+
+
 def overview_listing(scope: str, filtered: bool, themes: list[tuple[str, list[Source]]],
                      matching: int, collection: int, sizes: Optional[list[int]] = None) -> str:
     """An overview of the collection, a category named (`scope`) or the filtered papers;

@@ -431,19 +431,18 @@ class Planner:
 
     def _summary(self, q: Query, focus: list[Paper], filters, k) -> TurnPlan:
         plan = TurnPlan("summary", q.topic)
-        if focus and not new_terms(q.topic, focus):
-            papers, matching = list(focus), len(focus)  # "summarize them": earlier papers
-            plan.retrieved = [as_hit(p) for p in papers]
-        elif not q.topic:  # "Summarize this collection", "Which papers are in the Robotics area?"
+        if focus and (q.focus == "focus" or not new_terms(q.topic, focus)):
+            # "summarize them", "put them side by side: what kind of X is each doing?": earlier papers
+            plan.retrieved = [as_hit(p) for p in focus]
+            return self._themed(plan, self._themes(list(focus), q.topic), q.topic, compose.shown_listing)
+        if not q.topic:  # "Summarize this collection", "Which papers are in the Robotics area?"
             return self._overview(plan, q, filters)
-        else:
-            hits, judged = self._judged(q.topic, filters, max(k or 0, self.policy.summary_candidates),
-                                        topic=True)
-            plan.retrieved = hits
-            relevant, reading = self._topic_members(q.topic, judged)
-            papers, matching = [j.paper for j in relevant[: self.policy.summary_max]], len(relevant)
-            if not papers:
-                return self._refuse(plan, q, judged, filters, reading)
+        hits, judged = self._judged(q.topic, filters, max(k or 0, self.policy.summary_candidates), topic=True)
+        plan.retrieved = hits
+        relevant, reading = self._topic_members(q.topic, judged)
+        papers, matching = [j.paper for j in relevant[: self.policy.summary_max]], len(relevant)
+        if not papers:
+            return self._refuse(plan, q, judged, filters, reading)
         grouped = self._themes(papers, q.topic)
         total = len(self.store.papers())
         return self._themed(plan, grouped, q.topic, lambda themed: compose.summary_listing(

@@ -14,7 +14,7 @@ One pure function, `parse`, so every way of saying the same thing can be tested 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional, Sequence
 
 from ..text import STOPWORDS, capitalised_phrases, distinctive_tokens, enumerated, stems, terms
@@ -225,8 +225,8 @@ class Query:
     # a question that names no paper and asks for none, right after an answer about one paper
     # ("which variables get bisected?"): that paper, which may be what it asks about (plan reads it)
     follow_up: list[str] = field(default_factory=list)
-    # how a follow-up candidate reads by meaning: "focus" (asks about that paper), "new", or None
-    # (unsure, or no candidate)
+    # how a follow-up candidate, or the papers a summary points at by a pronoun, read by meaning:
+    # "focus" (asks about those papers), "new", or None (unsure, or no candidate)
     focus: Optional[str] = None
     # a comparison's sides told in sentences of their own ("One paper does X. The other does Y.
     # How do they compare?"): the sentences that describe something and do not point at the sides
@@ -553,6 +553,20 @@ def find_references(message: str, history: list[Turn],
     return sorted(found, key=lambda f: f.start)
 
 
+def _plural_after_one_paper_answers(refs: list[_Found], turns: list[Turn]) -> list[_Found]:
+    """"Summarize them" after "Which paper does X?" "And the one on Y?": a plural pronoun after
+    answers that cited one paper each points at those papers, in the order shown, not at the
+    last one alone ("it" and references to a list are left as they are)."""
+    run: list[str] = []
+    for t in turns:  # most recent first
+        if t.refused or len(t.paper_ids) != 1:
+            break
+        run.extend(p for p in t.paper_ids if p not in run)
+    if len(run) < 2:
+        return refs
+    return [replace(f, ids=run[::-1]) if f.kind in ("all", "they") else f for f in refs]
+
+
 def _pointing(message: str, refs: list[_Found], seen: Optional[str], history: list[Turn]) -> list[_Found]:
     """The references of a question that points back only by a pronoun or a noun, given how the
     message reads by meaning: none when it asks something new ("ok and what about the one on
@@ -831,6 +845,12 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     refs = find_references(message, history, describe)
     if intent == "question" and refs and all(f.kind in PRONOUNS or only_a_noun(message, f) for f in refs):
         refs = _pointing(message, refs, read_focus(plain(message)), history)
+    seen = None  # how a summary that points back only by a pronoun reads by meaning
+    if intent in ("summary", "table") and refs and all(f.kind in (*PRONOUNS, "both") for f in refs):
+        refs = _plural_after_one_paper_answers(refs, shown_lists(history))
+        if intent == "summary":
+            seen = read_focus(plain(message))
+            refs = [] if seen == "new" else refs  # "… that makes them faster": "them" is in the topic
     described = side_sentences(message) if intent in ("question", "compare") else []
     told = [s for s in described if not s.endswith("?")]  # statements, not questions of their own
     if len(told) >= 2 and points_at_both(message):
@@ -874,7 +894,7 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
         q.references = both
     q.after_refusal = bool(refs) and turns[0].refused
     q.follow_up = follow_up_focus(q, history)
-    q.focus = read_focus(message) if q.follow_up else None
+    q.focus = read_focus(message) if q.follow_up else seen if q.references else None
     if intent == "compare":
         unreferred = _without(message, refs)
         q.targets, q.compared_against = compare_targets(unreferred), compared_against(unreferred)
