@@ -261,6 +261,9 @@ def test_compare_keeps_named_sides_and_drops_references():
     # "A, or B? compare them briefly": the sides are before "compare"
     ("which is older: the lichen growth forecaster, or the one that maps moss with drones? compare "
      "them briefly", ["lichen growth forecaster", "maps moss with drones"]),
+    # … also when the pair's noun takes a phrase of its own; a dash after a side is no part of it
+    ("a forecaster of lichen growth from satellites, vs. drones mapping moss cover - compare the two "
+     "routes to plant surveys", ["forecaster of lichen growth from satellites", "drones mapping moss cover"]),
     # "one …, the other …" after a dash
     ("two papers here study plants - one is about lichen growth, the other about moss mapping. how "
      "do they differ?", ["is lichen growth", "moss mapping"]),

@@ -76,8 +76,11 @@ NAME_SCAFFOLD_RE = re.compile(r"(?<![\w-])(the|a|an|papers?|works?|methods?|appr
                               r"one|two|does|do|differ|differs|different)(?![\w-])", re.I)
 # the words that start a comparison's sides ("between" only after a word asking for one:
 # "the difference between A and B", not "causal graphs between brain regions")
-# "…: A, or the one that B? compare them briefly": the sides are before "compare", not in it
-POINTING_BODY_RE = re.compile(r"^\W*(?:them|these|those|both|the two|each other)(?:\s+[\w-]+){0,2}\W*$", re.I)
+# "…: A, or the one that B? compare them briefly", "A, vs. B - compare the two routes to compact
+# models": the sides are before "compare", not in it (a pair's noun may take a phrase of its own)
+POINTING_BODY_RE = re.compile(r"^\W*(?:(?:them|these|those|both|the two|each other)(?:\s+[\w-]+){0,2}|"
+                              r"(?:both|the|these|those) two\s+[\w-]+\s+(?:to|for|of|on|in|towards?)"
+                              r"(?:\s+[\w-]+){1,4})\W*$", re.I)
 HOW_DOES_RE = re.compile(r"\b(?:how|in what way|what)\s+(?:does|do|is|are)\s+", re.I)
 COMPARED_TO_RE = re.compile(r"\s+(?:to|with)\s", re.I)
 COMPARE_START_RE = re.compile(r"\b(?:compare|comparing|contrast|(?:difference|differences|distinction|"
@@ -244,7 +247,7 @@ def _two_sides(body: str) -> list[str]:
 
 def _clean_name(side: str) -> str:
     text = SIDE_SCAFFOLD_RE.sub(" ", side) if DESCRIPTION_RE.search(side.strip()) else side
-    return " ".join(NAME_SCAFFOLD_RE.sub(" ", text).split()).strip(" ,;'\"“”")
+    return " ".join(NAME_SCAFFOLD_RE.sub(" ", text).split()).strip(" ,;:-–—'\"“”")
 
 
 def described_sides(body: str) -> list[str]:
