@@ -487,10 +487,13 @@ def test_instructions_inside_an_abstract_are_data(tmp_path):
     assert "PWNED" not in answer.answer and first_authors(answer) == ["Eve Mallory"]
 
 
-def test_summarize_them_summarises_the_previous_papers(pa):
+@pytest.mark.parametrize("message", ["Summarize them",
+                                     # "both" points back exactly, whatever else the message asks
+                                     "Summarize both, and tell me which of them was published first."])
+def test_summarize_them_summarises_the_previous_papers(pa, message):
     q = "Compare Top-W with Verbalized Sampling"
     first = pa.ask(q)
-    answer = pa.ask("Summarize them", [Turn(role="user", content=q), first.as_turn()])
+    answer = pa.ask(message, [Turn(role="user", content=q), first.as_turn()])
     assert answer.intent == "summary" and not answer.abstained
     assert {c.paper_id for c in answer.citations} == {c.paper_id for c in first.citations}
 
