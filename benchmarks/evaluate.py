@@ -109,12 +109,15 @@ DEFAULT_SETS = {
     # round 13, written the same way (thirty-second session): described comparisons, "those
     # two" across turns, two-part questions, comparisons of two things the corpus lacks
     **{f"{c}-round-13": (c, QUESTIONS / f"{c}_round_13.jsonl") for c in ("seed", "arxiv_math", "ml_conf")},
+    # blind round 14: a summary, table or side-by-side of "them" after two one-paper answers,
+    # detail follow-ups by "they", summaries whose topic holds a pronoun, absent summaries
+    **{f"{c}-round-14": (c, QUESTIONS / f"{c}_round_14.jsonl") for c in ("seed", "arxiv_math", "ml_conf")},
     "scifact-heldout": ("scifact", None),
 }
 # kinds whose every expected paper must be cited (else: any one of them), and kinds where
 # citing nothing is right
 EVERY_PAPER = {"compare", "described_compare", "those_two", "multipart", "compare_one_absent",
-               "named_compare", "plural_description", "compare_as_question"}
+               "named_compare", "plural_description", "compare_as_question", "shown_summary"}
 REFUSALS = {"none", "compare_both_absent"}
 NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
                 "eleven", "twelve", "thirteen", "fourteen", "fifteen"]

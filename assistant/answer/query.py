@@ -364,15 +364,22 @@ def topic_of(message: str) -> str:
     words never count), without the request words at its edges ("Summarize what this collection
     says about causal inference." → "causal inference"; "Do we have LLM papers here? If so, give
     me the gist of each." → "LLM")."""
-    clauses = [c for c in CLAUSE_SPLIT_RE.split(message.strip()) if c and c.strip()]
-    if len(clauses) > 1:
-        clauses = [ANAPHOR_RE.sub(" ", c) for c in clauses]
-    named = [(_trimmed(c), bool(CONTEXT_CLAUSE_RE.match(c))) for c in clauses]
-    named = [(t, context) for t, context in named if t]
+    named = topic_clauses(message)
     if not named:
         return message.strip().rstrip("?.! ")
     # the request before the asker's context; then the clause that names most
     return max(named, key=lambda tc: (not tc[1], sum(not _frame(w) for w in tc[0].split())))[0]
+
+
+def topic_clauses(message: str) -> list[tuple[str, bool]]:
+    """The clauses of a summary request that may name its topic, without the request words at
+    their edges, each with whether it tells who is asking ("I'm putting together a reading group
+    on causal inference"), in the order written."""
+    clauses = [c for c in CLAUSE_SPLIT_RE.split(message.strip()) if c and c.strip()]
+    if len(clauses) > 1:
+        clauses = [ANAPHOR_RE.sub(" ", c) for c in clauses]
+    named = [(_trimmed(c), bool(CONTEXT_CLAUSE_RE.match(c))) for c in clauses]
+    return [(t, context) for t, context in named if t]
 
 
 def question_core(message: str) -> str:
