@@ -647,6 +647,10 @@ def test_a_summary_pointing_back_by_a_pronoun_is_read_by_meaning():
     assert q.intent == "summary" and q.references == [] and q.focus is None
     q = parse("Summarize them", convo(["A", "B"]), read_focus=focus(None))  # unsure: the rules decide
     assert q.references == ["A", "B"] and q.focus is None
+    # what is asked of one paper shown is a question about it, whatever the intent model read
+    q = parse("How large is the dataset they put together, and who are the authors?", convo(["A"]),
+              read_intent=lambda m, r: "summary", read_focus=focus("focus"))
+    assert q.intent == "question" and q.references == ["A"] and q.asks_authors
 
 
 @pytest.mark.parametrize("message", ["Which variables get bisected at each iteration?",

@@ -858,6 +858,10 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
         if intent == "summary":
             seen = read_focus(plain(message))
             refs = [] if seen == "new" else refs  # "… that makes them faster": "them" is in the topic
+            if seen == "focus" and len({p for f in refs for p in f.ids}) == 1:
+                # "how large is the dataset they put together, and who are the authors?": what
+                # is asked of one paper shown is a question about it, not a topic to summarize
+                intent, seen = "question", None
     described = side_sentences(message) if intent in ("question", "compare") else []
     told = [s for s in described if not s.endswith("?")]  # statements, not questions of their own
     if len(told) >= 2 and points_at_both(message):
