@@ -625,6 +625,17 @@ def test_those_two_after_two_one_paper_answers_points_at_both(message):
     assert sorted(parse(message, history).references) == ["A", "B"]
 
 
+@pytest.mark.parametrize("message", ["which is more theoretical? brief on each", "Which is more practical?"])
+def test_a_comparison_naming_nothing_compares_the_papers_shown(message):
+    q = parse(message, convo(["A"], ["B"]), read_intent=lambda m, r: "compare")
+    assert q.intent == "compare" and sorted(q.references) == ["A", "B"] and q.targets == []
+    # nothing shown: nothing to point at
+    assert parse(message, [], read_intent=lambda m, r: "compare").references == []
+    # a comparison that names its sides keeps them
+    q = parse("Compare BERT with GPT-2", convo(["A"], ["B"]), read_intent=lambda m, r: "compare")
+    assert q.references == [] and q.targets == ["BERT", "GPT-2"]
+
+
 @pytest.mark.parametrize("message", ["Summarize them", "Make a table of them: method, data",
                                      "Give me an overview of these"])
 def test_them_after_one_paper_answers_points_at_each_of_those_papers(message):

@@ -910,6 +910,10 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
         unreferred = _without(message, refs)
         q.targets, q.compared_against = compare_targets(unreferred), compared_against(unreferred)
         q.side_sentences = described
+        if len(both) == 2 and not q.references and len(described) < 2 and not any(map(names_something, q.targets)):
+            # "which is more theoretical? brief on each" after two papers shown: a comparison
+            # that names nothing to compare compares the papers shown
+            q.references, q.targets, q.reference = both, [], "both"
     if intent == "similar":
         q.paper_id, q.similar_target = paper_id_in(message), similar_target(message)
     if intent == "table":
@@ -921,6 +925,12 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
             rest = table_scope.rest
             q.table_topic = "" if only_request_words(rest) else topic_of(rest)  # "": all of it
     return q
+
+
+def names_something(side: str) -> bool:
+    """Does a comparison's side name or describe something ("Top-W", "mode collapse", "the
+    paper that unrolls …"), rather than being what is asked ("which is more theoretical")?"""
+    return len(terms(side)) >= 2 or bool(distinctive_tokens(side))
 
 
 def points_at_both(message: str) -> bool:
