@@ -658,6 +658,10 @@ def test_a_summary_pointing_back_by_a_pronoun_is_read_by_meaning():
     assert q.intent == "summary" and q.references == [] and q.focus is None
     q = parse("Summarize them", convo(["A", "B"]), read_focus=focus(None))  # unsure: the rules decide
     assert q.references == ["A", "B"] and q.focus is None
+    # "both" points back exactly: about the two shown unless read as new
+    for message in ("summarize them both, 3 bullets each", "Summarize both, and which relies on X?"):
+        q = parse(message, convo(["A"], ["B"]), read_focus=focus(None))
+        assert sorted(q.references) == ["A", "B"] and q.focus == "focus"
     # what is asked of one paper shown is a question about it, whatever the intent model read
     q = parse("How large is the dataset they put together, and who are the authors?", convo(["A"]),
               read_intent=lambda m, r: "summary", read_focus=focus("focus"))

@@ -431,9 +431,9 @@ class Planner:
 
     def _summary(self, q: Query, focus: list[Paper], filters, k) -> TurnPlan:
         plan = TurnPlan("summary", q.topic)
-        if focus and (q.focus == "focus" or q.reference == "both" or not new_terms(q.topic, focus)):
+        if focus and (q.focus == "focus" or not new_terms(q.topic, focus)):
             # "summarize them", "put them side by side: what kind of X is each doing?", "summarize
-            # both, and which of them …" (unless read as new, parse dropped it): earlier papers
+            # both, and which of them …": earlier papers
             plan.retrieved = [as_hit(p) for p in focus]
             return self._themed(plan, self._themes(list(focus), q.topic), q.topic, compose.shown_listing)
         if not q.topic:  # "Summarize this collection", "Which papers are in the Robotics area?"

@@ -862,6 +862,8 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
                 # "how large is the dataset they put together, and who are the authors?": what
                 # is asked of one paper shown is a question about it, not a topic to summarize
                 intent, seen = "question", None
+    if intent == "summary" and seen != "new" and any(f.kind == "both" for f in refs):
+        seen = "focus"  # "summarize both, and …", "them both": an exact pointer at the two shown
     described = side_sentences(message) if intent in ("question", "compare") else []
     told = [s for s in described if not s.endswith("?")]  # statements, not questions of their own
     if len(told) >= 2 and points_at_both(message):
