@@ -511,6 +511,16 @@ def test_summarize_them_after_two_one_paper_answers_lists_both_as_shown(pa):
     assert answer.answer.startswith("The 2 papers shown above.") and "Summarize them" not in answer.answer
 
 
+def test_a_summary_read_as_about_the_paper_shown_needs_the_model_to_confirm_it(pa):
+    # the focus model reads "… why leading digits follow it" as about the paper shown (0.88); with
+    # no model to read that paper as answering it, the summary's own topic is searched (absent)
+    q = "Which paper proposes Top-W?"
+    first = pa.ask(q)
+    message = "give me an overview of work on Benford's law and why leading digits follow it"
+    answer = pa.ask(message, [Turn(role="user", content=q), first.as_turn()])
+    assert [c.paper_id for c in first.citations] and not answer.citations and answer.abstained
+
+
 @pytest.mark.parametrize("side,title,expected", [
     ("EBGAN", "Energy-based Generative Adversarial Network", True),
     ("KAN", "Kolmogorov-Arnold Networks: a theory", True),

@@ -666,6 +666,7 @@ def test_a_summary_pointing_back_by_a_pronoun_is_read_by_meaning():
     q = parse("How large is the dataset they put together, and who are the authors?", convo(["A"]),
               read_intent=lambda m, r: "summary", read_focus=focus("focus"))
     assert q.intent == "question" and q.references == ["A"] and q.asks_authors
+    assert q.unconfirmed_summary  # the planner's model confirms the paper answers it, else a summary
 
 
 @pytest.mark.parametrize("message", ["Which variables get bisected at each iteration?",

@@ -157,6 +157,10 @@ class Planner:
 
     # ------------------------------------------------------------------ intents
     def _question(self, q: Query, history, focus: list[Paper], filters, k) -> TurnPlan:
+        if (focus and q.unconfirmed_summary
+                and not self._may_answer(q.message, focus[0], self.policy.follow_up_threshold)):
+            return self._summary(replace(q, intent="summary", topic=q.unconfirmed_summary, references=[],
+                                         focus=None, unconfirmed_summary=""), [], filters, k)
         if focus and not self._names_other_papers(q, focus, filters):
             plan = TurnPlan("question", q.message, retrieved=[as_hit(p) for p in focus])
             return self._about(plan, q, focus, previous=previous_user_message(history))

@@ -228,6 +228,11 @@ class Query:
     # how a follow-up candidate, or the papers a summary points at by a pronoun, read by meaning:
     # "focus" (asks about those papers), "new", or None (unsure, or no candidate)
     focus: Optional[str] = None
+    # a summary request that the focus model read as a question about the one paper shown
+    # ("how large is the dataset they put together?"): its topic, which the planner summarizes
+    # instead unless the model reads that paper as answering it ("… and why leading digits
+    # follow it": "it" is in the topic)
+    unconfirmed_summary: str = ""
     # a comparison's sides told in sentences of their own ("One paper does X. The other does Y.
     # How do they compare?"): the sentences that describe something and do not point at the sides
     side_sentences: list[str] = field(default_factory=list)
@@ -853,6 +858,7 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     if intent == "question" and refs and all(f.kind in PRONOUNS or only_a_noun(message, f) for f in refs):
         refs = _pointing(message, refs, read_focus(plain(message)), history)
     seen = None  # how a summary that points back only by a pronoun reads by meaning
+    unconfirmed = ""  # its topic, when that reading made it a question about one paper shown
     if intent in ("summary", "table") and refs and all(f.kind in (*PRONOUNS, "both") for f in refs):
         refs = _plural_after_one_paper_answers(refs, shown_lists(history))
         if intent == "summary":
@@ -861,7 +867,8 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
             if seen == "focus" and len({p for f in refs for p in f.ids}) == 1:
                 # "how large is the dataset they put together, and who are the authors?": what
                 # is asked of one paper shown is a question about it, not a topic to summarize
-                intent, seen = "question", None
+                # (unless the planner's model reads the paper as not answering it)
+                intent, seen, unconfirmed = "question", None, topic_of(message)
     if intent == "summary" and seen != "new" and any(f.kind == "both" for f in refs):
         seen = "focus"  # "summarize both, and …", "them both": an exact pointer at the two shown
     described = side_sentences(message) if intent in ("question", "compare") else []
@@ -905,6 +912,7 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
         # "how do they differ?" after two one-paper answers, also when "one …, the other …"
         # describes them ("how do they compare? one seems algebraic, the other inferential")
         q.references = both
+    q.unconfirmed_summary = unconfirmed
     q.after_refusal = bool(refs) and turns[0].refused
     q.follow_up = follow_up_focus(q, history)
     q.focus = read_focus(message) if q.follow_up else seen if q.references else None
