@@ -565,6 +565,28 @@ def find_references(message: str, history: list[Turn],
     return sorted(found, key=lambda f: f.start)
 
 
+def _pointing_back(message: str, intent: Intent, refs: list[_Found], history: list[Turn],
+                   read_focus: Callable[[str], Optional[str]]
+                   ) -> tuple[Intent, list[_Found], Optional[str], str]:
+    """A summary or a table that points back by a pronoun or "both": (its intent, its references,
+    how it reads by meaning: "focus", "new" or None, and the topic of a summary that became a
+    question about the one paper shown, else "")."""
+    seen, unconfirmed = None, ""
+    if refs and all(f.kind in (*PRONOUNS, "both") for f in refs):
+        refs = _plural_after_one_paper_answers(refs, shown_lists(history))
+        if intent == "summary":
+            seen = read_focus(plain(message))
+            refs = [] if seen == "new" else refs  # "… that makes them faster": "them" is in the topic
+            if seen == "focus" and len({p for f in refs for p in f.ids}) == 1:
+                # "how large is the dataset they put together, and who are the authors?": what
+                # is asked of one paper shown is a question about it, not a topic to summarize
+                # (unless the planner's model reads the paper as not answering it)
+                intent, seen, unconfirmed = "question", None, topic_of(message)
+    if intent == "summary" and seen != "new" and any(f.kind == "both" for f in refs):
+        seen = "focus"  # "summarize both, and …", "them both": an exact pointer at the two shown
+    return intent, refs, seen, unconfirmed
+
+
 def _plural_after_one_paper_answers(refs: list[_Found], turns: list[Turn]) -> list[_Found]:
     """"Summarize them" after "Which paper does X?" "And the one on Y?": a plural pronoun after
     answers that cited one paper each points at those papers, in the order shown, not at the
@@ -857,20 +879,9 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     refs = find_references(message, history, describe)
     if intent == "question" and refs and all(f.kind in PRONOUNS or only_a_noun(message, f) for f in refs):
         refs = _pointing(message, refs, read_focus(plain(message)), history)
-    seen = None  # how a summary that points back only by a pronoun reads by meaning
-    unconfirmed = ""  # its topic, when that reading made it a question about one paper shown
-    if intent in ("summary", "table") and refs and all(f.kind in (*PRONOUNS, "both") for f in refs):
-        refs = _plural_after_one_paper_answers(refs, shown_lists(history))
-        if intent == "summary":
-            seen = read_focus(plain(message))
-            refs = [] if seen == "new" else refs  # "… that makes them faster": "them" is in the topic
-            if seen == "focus" and len({p for f in refs for p in f.ids}) == 1:
-                # "how large is the dataset they put together, and who are the authors?": what
-                # is asked of one paper shown is a question about it, not a topic to summarize
-                # (unless the planner's model reads the paper as not answering it)
-                intent, seen, unconfirmed = "question", None, topic_of(message)
-    if intent == "summary" and seen != "new" and any(f.kind == "both" for f in refs):
-        seen = "focus"  # "summarize both, and …", "them both": an exact pointer at the two shown
+    seen, unconfirmed = None, ""
+    if intent in ("summary", "table"):
+        intent, refs, seen, unconfirmed = _pointing_back(message, intent, refs, history, read_focus)
     described = side_sentences(message) if intent in ("question", "compare") else []
     told = [s for s in described if not s.endswith("?")]  # statements, not questions of their own
     if len(told) >= 2 and points_at_both(message):
