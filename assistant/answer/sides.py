@@ -162,7 +162,7 @@ def told_sides(message: str) -> list[str]:
     across two sentences: "One paper has X. Another has Y."), when each describes a paper; []
     otherwise."""
     m = TOLD_ONE_OTHER_RE.search(message)
-    sides = [side.strip(" ,;:") for side in m.groups()] if m else []
+    sides = list(m.groups()) if m else []
     if not sides or not all(describes_a_paper_here(side) for side in sides):
         return []
     return [_clean_name(side) for side in sides]
