@@ -28,6 +28,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -92,15 +93,21 @@ def make_reader(store) -> Reader:
     from assistant.llm import make_local_llm
 
     settings = load_settings()
-    return Reader(make_local_llm(settings).choice_probabilities, SentenceEmbeddings(store.embedder),
-                  settings.relevance, ReadingModel(0, 1, 0, 0, 0.5, {}))
+    llm = make_local_llm(settings)
+    return Reader(llm.choice_probabilities, SentenceEmbeddings(store.embedder),
+                  settings.relevance, ReadingModel(0, 1, 0, 0, 0.5, {}), read_choice=llm.read_choice)
 
 
-def read_cache() -> dict[str, float]:
+def cached_rows() -> list[dict]:
     if not CACHE.exists():
-        return {}
-    rows = [json.loads(l) for l in CACHE.read_text().splitlines() if l.strip()]
-    return {r["key"]: r["yes"] for r in rows}
+        return []
+    return [json.loads(l) for l in CACHE.read_text().splitlines() if l.strip()]
+
+
+def read_cache() -> dict[str, dict]:
+    """Each read candidate's reading ({"yes", "gain"}; gain None where not read), by key
+    (candidates())."""
+    return {r["key"]: {"yes": r["yes"], "gain": r.get("gain")} for r in cached_rows()}
 
 
 def candidates(questions: list[dict], papers: int):
@@ -111,10 +118,10 @@ def candidates(questions: list[dict], papers: int):
             yield rec, i, f"{rec['item'].corpus}|{rec['item'].qid}|{rec['ids'][i]}"
 
 
-def collect(questions: list[dict], papers: int) -> dict[str, float]:
+def collect(questions: list[dict], papers: int) -> dict[str, dict]:
     """The reading of each question's best candidates, appended to the cache as read; the
     corpora's questions interleaved (by a hash of their id), so a partial run covers them all."""
-    cache = read_cache()
+    cache = {k: v for k, v in read_cache().items() if v["gain"] is not None}
     # answerable, leave-one-out and written out-of-corpus questions first: other corpora's
     # questions are the easiest negatives, read last
     questions = sorted(questions, key=lambda r: (r["item"].kind == "cross",
@@ -131,8 +138,9 @@ def collect(questions: list[dict], papers: int) -> dict[str, float]:
                 stores[item.corpus] = open_corpus(item.corpus).store
                 readers[item.corpus] = make_reader(stores[item.corpus])
             paper = stores[item.corpus].paper(rec["ids"][i])
-            cache[key] = readers[item.corpus].yes(item.query, paper)
-            out.write(json.dumps({"key": key, "yes": cache[key]}) + "\n")
+            yes, gain = readers[item.corpus].reading(item.query, paper)
+            cache[key] = {"yes": yes, "gain": gain}
+            out.write(json.dumps({"key": key, **cache[key]}) + "\n")
             out.flush()
             done += 1
             if done % 25 == 0:
@@ -140,49 +148,72 @@ def collect(questions: list[dict], papers: int) -> dict[str, float]:
     return cache
 
 
-def rows_of(questions: list[dict], cache: dict[str, float], papers: int):
-    """(question record, candidate index, gate p, yes, lead, label) for the questions whose
-    `papers` best candidates are all read; lead as the engine computes it (reading.leads)."""
+@dataclass
+class Row:
+    """A read candidate: its question's record, its index among the record's candidates, the
+    gate's p, the reading (yes, its lead; the likelihood gain and its lead, None unread) and
+    whether it is gold."""
+
+    rec: dict
+    i: int
+    p: float
+    yes: float
+    lead: float
+    label: int
+    gain: Optional[float] = None
+    gain_lead: Optional[float] = None
+
+
+def rows_of(questions: list[dict], cache: dict[str, dict], papers: int, with_gain: bool = False):
+    """The Rows of the questions whose `papers` best candidates are all read (with_gain: all
+    with a likelihood gain); leads as the engine computes them (reading.leads)."""
     by_question: dict[tuple, list] = {}
     for rec, i, key in candidates(questions, papers):
         by_question.setdefault((rec["item"].corpus, rec["item"].qid), []).append((rec, i, cache.get(key)))
     for scored in by_question.values():
-        if any(yes is None for *_, yes in scored):
+        if any(got is None or (with_gain and got["gain"] is None) for *_, got in scored):
             continue
-        for (rec, i, yes), lead in zip(scored, leads([yes for *_, yes in scored])):
-            yield rec, i, rec["p"][i], yes, lead, rec["labels"][i]
+        yes = [got["yes"] for *_, got in scored]
+        gains = [got["gain"] for *_, got in scored]
+        gain_leads = leads(gains) if with_gain else [None] * len(gains)
+        for (rec, i, _), y, lead, gain, gain_lead in zip(scored, yes, leads(yes), gains, gain_leads):
+            yield Row(rec, i, rec["p"][i], y, lead, rec["labels"][i],
+                      gain if with_gain else None, gain_lead)
 
 
-def fit(rows, gate_floor: Optional[float] = 0.0) -> ReadingModel:
-    """The logistic model over the rows; gate_floor None: the reading alone (w_gate 0)."""
+def fit(rows, gate_floor: Optional[float] = 0.0, with_gain: bool = False) -> ReadingModel:
+    """The logistic model over the rows; gate_floor None: the reading alone (w_gate 0);
+    with_gain: the likelihood gain and its lead as features too."""
     from sklearn.linear_model import LogisticRegression
 
     shape = ReadingModel(0, 0, 0, 0, 0.5, {}, gate_floor or 0.0)
-    X = np.array([([shape.gate_logit(p)] if gate_floor is not None else []) + [logit(yes), lead]
-                  for _, _, p, yes, lead, _ in rows])
-    y = np.array([label for *_, label in rows])
+    X = np.array([([shape.gate_logit(r.p)] if gate_floor is not None else []) + [logit(r.yes), r.lead]
+                  + ([r.gain, r.gain_lead] if with_gain else []) for r in rows])
+    y = np.array([r.label for r in rows])
     w = LogisticRegression(C=1.0, max_iter=1000).fit(X, y)
-    c = [0.0] * (gate_floor is None) + [float(v) for v in w.coef_[0]]
-    return ReadingModel(c[0], c[1], c[2], float(w.intercept_[0]), 0.5, {}, gate_floor or 0.0)
+    c = [0.0] * (gate_floor is None) + [float(v) for v in w.coef_[0]] + [0.0, 0.0] * (not with_gain)
+    return ReadingModel(c[0], c[1], c[2], float(w.intercept_[0]), 0.5, {}, gate_floor or 0.0, c[3], c[4])
 
 
-def out_of_fold(read: list[dict], cache: dict[str, float], papers: int, gate_floor: Optional[float]) -> dict:
+def out_of_fold(read: list[dict], cache: dict[str, dict], papers: int, gate_floor: Optional[float],
+                with_gain: bool = False) -> dict:
     """best_read of every question by a model fitted without its fold."""
     best: dict = {}
     for fold in range(FOLDS):
         train = [r for r in read if fold_of(r) != fold]
-        best.update(best_read([r for r in read if fold_of(r) == fold], cache,
-                              fit(list(rows_of(train, cache, papers)), gate_floor), papers))
+        model = fit(list(rows_of(train, cache, papers, with_gain)), gate_floor, with_gain)
+        best.update(best_read([r for r in read if fold_of(r) == fold], cache, model, papers, with_gain))
     return best
 
 
-def best_read(questions: list[dict], cache: dict[str, float], model: ReadingModel, papers: int) -> dict:
+def best_read(questions: list[dict], cache: dict[str, dict], model: ReadingModel, papers: int,
+              with_gain: bool = False) -> dict:
     """Per read question: (the best combined probability, whether that candidate is gold)."""
     best: dict[str, tuple[float, int]] = {}
-    for rec, i, p, yes, lead, label in rows_of(questions, cache, papers):
-        q = model.proba(p, yes, lead)
-        if rec["item"].qid not in best or q > best[rec["item"].qid][0]:
-            best[rec["item"].qid] = (q, label)
+    for r in rows_of(questions, cache, papers, with_gain):
+        q = model.proba(r.p, r.yes, r.lead, r.gain, r.gain_lead)
+        if r.rec["item"].qid not in best or q > best[r.rec["item"].qid][0]:
+            best[r.rec["item"].qid] = (q, r.label)
     return best
 
 
@@ -238,15 +269,15 @@ def floor_cost(records: list[dict], floor: float) -> str:
             f"reads {len(kept)}/{len(ooc)} out-of-corpus ones")
 
 
-def unaccepted_pairs(read: list[dict], cache: dict[str, float], model: ReadingModel, papers: int,
+def unaccepted_pairs(read: list[dict], cache: dict[str, dict], model: ReadingModel, papers: int,
                      sure: float, least_yes: float, least_lead: float) -> dict[str, int]:
     """What a pair rule would answer: questions the reading accepts no paper for (and the gate is
     not sure of) whose two best-read papers both read yes >= least_yes and the weaker of the two
     leads the third by >= least_lead ("two papers answer it alike"), counted by kind; an
     answerable one as pos_gold when either paper of the pair is gold, else pos_wrong."""
     by_question: dict[str, list] = {}
-    for rec, i, p, yes, lead, label in rows_of(read, cache, papers):
-        by_question.setdefault(rec["item"].qid, []).append((rec, p, yes, lead, label))
+    for r in rows_of(read, cache, papers):
+        by_question.setdefault(r.rec["item"].qid, []).append((r.rec, r.p, r.yes, r.lead, r.label))
     counts: dict[str, int] = {}
     for rows in by_question.values():
         rec = rows[0][0]
@@ -263,7 +294,7 @@ def unaccepted_pairs(read: list[dict], cache: dict[str, float], model: ReadingMo
     return counts
 
 
-def report_pairs(read: list[dict], cache: dict[str, float], papers: int, sure: float) -> None:
+def report_pairs(read: list[dict], cache: dict[str, dict], papers: int, sure: float) -> None:
     """unaccepted_pairs for the shipped reading model over a grid of the rule's two bars."""
     model = ReadingModel.load()
     for least_yes in (0.6, 0.7, 0.8):
@@ -291,6 +322,9 @@ def main() -> int:
                          "w_gate 0); the one with the best out-of-fold net is kept (ties: off, "
                          "then the lowest)")
     ap.add_argument("--collect-only", action="store_true")
+    ap.add_argument("--likelihood", action="store_true",
+                    help="fit the weights for readings with likelihood gains (ReadingModel.likelihood), "
+                         "on the questions read with them; the shipped weights without gains are kept")
     ap.add_argument("--pairs", action="store_true",
                     help="only report what answering two alike-read papers would do (unaccepted_pairs)")
     ap.add_argument("--cached-only", action="store_true", help="fit on the readings already cached")
@@ -321,30 +355,37 @@ def main() -> int:
     # too few read questions for one 70/30 split: the threshold is chosen on out-of-fold
     # probabilities (each question scored by a model fitted without its fold), the model then
     # fitted on all of them
-    all_read = {rec["item"].qid for rec, *_ in rows_of(questions, cache, args.papers)}
+    all_read = {r.rec["item"].qid for r in rows_of(questions, cache, args.papers, args.likelihood)}
     read = [r for r in questions if r["item"].qid in all_read]
     if args.pairs:
         report_pairs(read, cache, args.papers, sure)
         return 0
     floors = [None if f == "off" else float(f) for f in args.gate_floors.split(",")]
     tried = {}  # floor -> (out-of-fold best readings, threshold, net)
+    with_gain = args.likelihood
     for f in floors:
-        best = out_of_fold(read, cache, args.papers, f)
+        best = out_of_fold(read, cache, args.papers, f, with_gain)
         t = choose_threshold(read, best, gate.threshold, sure)
         tried[f] = (best, t, net(figures(read, best, gate.threshold, t, sure)))
         print(f"gate floor {'off' if f is None else f}: threshold {t:.3f}, net {tried[f][2]}", file=sys.stderr)
     # ties: the reading alone (the model reads, then the assistant judges), then the lowest floor
     floor = max(floors, key=lambda f: (tried[f][2], f is None, -(f or 0)))
     best, threshold, _ = tried[floor]
-    model = fit(list(rows_of(read, cache, args.papers)), floor)
+    model = fit(list(rows_of(read, cache, args.papers, with_gain)), floor, with_gain)
     model.threshold = threshold
     print(f"model: {model.w_gate:+.3f} * logit(max(p, {model.gate_floor})) {model.w_yes:+.3f} * logit(yes) {model.w_lead:+.3f} * lead "
+          f"{model.w_gain:+.3f} * gain {model.w_gain_lead:+.3f} * gain lead "
           f"{model.intercept:+.3f}; threshold {model.threshold:.3f}; unread above gate p {sure:.3f}")
     fig = figures(read, best, gate.threshold, model.threshold, sure)
     report("out-of-fold", fig)
     for corpus in args.corpora.split(","):
         report(corpus, figures([r for r in read if r["item"].corpus == corpus], best, gate.threshold,
                                model.threshold, sure))
+    if with_gain:  # the same questions judged without the gain, for comparison
+        plain = max(floors, key=lambda f: (net(figures(read, (b := out_of_fold(read, cache, args.papers, f)), gate.threshold,
+                                                       choose_threshold(read, b, gate.threshold, sure), sure)), f is None, -(f or 0)))
+        b = out_of_fold(read, cache, args.papers, plain)
+        report("without gain", figures(read, b, gate.threshold, choose_threshold(read, b, gate.threshold, sure), sure))
     if args.write:
         model.provenance = {
             "fitted_by": "benchmarks/calibrate_reading.py", "date": time.strftime("%Y-%m-%d"),
@@ -353,12 +394,20 @@ def main() -> int:
             "corpora": args.corpora.split(","),
             "gate_floors_tried": [f if f is not None else "off" for f in floors],
             "papers_per_question": args.papers, "unread_above": sure,
-            "questions_read": len(read), "training_rows": len(list(rows_of(read, cache, args.papers))),
+            "questions_read": len(read),
+            "training_rows": len(list(rows_of(read, cache, args.papers, with_gain))),
+            "features": "gate, yes, lead" + (", likelihood gain, its lead" if with_gain else ""),
             "threshold_rule": f"most right answers minus wrong ones (wrong paper, out-of-corpus, "
                               f"leave-one-out) on {FOLDS}-fold out-of-fold probabilities; ties the stricter",
             "out_of_fold": fig,
         }
-        MODEL_PATH.write_text(json.dumps(model.to_json(), indent=1, default=int))
+        shipped = ReadingModel.load()
+        if with_gain:  # the readings without gains stay judged by the shipped weights
+            shipped.likelihood = model
+        else:
+            model.likelihood = shipped.likelihood
+            shipped = model
+        MODEL_PATH.write_text(json.dumps(shipped.to_json(), indent=1, default=int))
         print(f"wrote {MODEL_PATH}")
     return 0
 

@@ -58,7 +58,8 @@ def collect(sets: list[str]) -> None:
         result = read(self, question, judged)
         if result is not None:
             seen["calls"][-1]["read"] = [(j.paper.paper_id, j.features["gate_p"], j.features["yes"],
-                                          j.features["yes_lead"]) for j in result.read]
+                                          j.features["yes_lead"], j.features.get("gain"),
+                                          j.features.get("gain_lead")) for j in result.read]
         return result
 
     plan.Planner._chosen, reading.Reader.read = chosen_recorded, read_recorded
@@ -88,7 +89,10 @@ def decided(model, item: dict) -> list[str]:
     calls = item["calls"]
     if len(calls) != 1 or "read" not in calls[0]:
         return item["cited"]
-    judged = sorted(((model.proba(g, y, lead), pid) for pid, g, y, lead in calls[0]["read"]), reverse=True)
+    read = calls[0]["read"]
+    if model.likelihood and all(len(r) > 4 and r[4] is not None for r in read):
+        model = model.likelihood
+    judged = sorted(((model.proba(*r[1:]), r[0]) for r in read), reverse=True)
     return [pid for p, pid in judged if p >= model.threshold]
 
 

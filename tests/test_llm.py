@@ -390,3 +390,30 @@ def test_a_reading_is_the_same_whatever_the_model_read_before(smol, monkeypatch)
         evaluated.clear()
         assert _choice_probabilities(llama, target[0], ["yes", "no"], target[1]) == fresh
         assert evaluated == [len(head) - 1 - len(opening)]  # all but the opening, in one piece
+
+
+@needs_smol
+def test_a_readings_span_log_probability_is_read_in_the_same_pass(smol):
+    """Asked for a span (the reader's question), a reading returns the same probabilities as
+    without, and the span's log-probability equals that of a fresh evaluation of the whole
+    prompt with every position's logits."""
+    from assistant.llm.kvcache import eval_keeping_logits
+    from assistant.llm.local import _chat_prompt, _read_choice, _span_positions
+
+    llama = smol.load()
+    question = "which paper keeps a poisoned update effective after averaging?"
+    last = (f"Here is a paper from a collection:\n<paper>\nTitle: Backdoors in federated learning\n</paper>\n"
+            f'A researcher asks: "{question}" Is this paper what they look for? Answer yes or no.')
+    prompt = _chat_prompt(llama, [{"role": "user", "content": last}])
+    plain = _read_choice(llama, prompt, ["yes", "no"], last)
+    spanned = _read_choice(llama, prompt, ["yes", "no"], last, question)
+    assert plain.span_logprob is None and spanned.probabilities == plain.probabilities
+    head = llama.tokenize(prompt.encode(), add_bos=False, special=True)
+    positions = _span_positions(llama, prompt, head, question)
+    assert spanned.span_tokens == len(positions) > 5
+    assert llama.detokenize([head[positions[0]]]).strip().startswith(b"which")
+    llama.n_tokens = 0
+    rows = eval_keeping_logits(llama, head, [i - 1 for i in positions])
+    assert spanned.span_logprob == pytest.approx(sum(rows[i - 1][head[i]] for i in positions), abs=1e-3)
+    assert spanned.span_logprob < 0
+    assert _read_choice(llama, prompt, ["yes", "no"], last, "not in the prompt").span_logprob is None

@@ -13,6 +13,7 @@ from assistant.answer.reading import (ANSWERS, Reader, ReadingModel, default_mod
                                       verdict_messages)
 from assistant.answer.relevance import Judged
 from assistant.config import RelevancePolicy
+from assistant.llm.choice import Choice
 from assistant.llm.errors import BackendError
 from assistant.types import Hit, Paper
 
@@ -90,6 +91,51 @@ def test_reading_picks_the_candidate_the_model_says_answers_even_when_ranked_sec
     assert [j.paper.paper_id for j in read.accepted] == ["b"]
     assert read.read[0].features["yes"] == pytest.approx(0.95)
     assert read.read[0].features["gate_p"] == pytest.approx(0.2)
+
+
+class SaysWithGain(Says):
+    """Says, through a backend that also reports the question's log-probability: `logprob`
+    per token after the paper titled so, `alone` after no paper."""
+
+    def __init__(self, yes: dict[str, float], logprob: dict[str, float], alone: float = -3.0):
+        super().__init__(yes)
+        self.logprob, self.alone = logprob, alone
+
+    def read_choice(self, messages, options, span):
+        content = messages[-1]["content"]
+        assert span and f'"{span}"' in content
+        if "Title: \n" in content:
+            return Choice([0.5, 0.5], self.alone * 4, 4)
+        title = next(t for t in self.yes if f"Title: {t}\n" in content)
+        return Choice(self(messages, options), self.logprob[title] * 4, 4)
+
+
+LIKELIHOOD = replace(MODEL, likelihood=ReadingModel(w_gate=0.0, w_yes=0.0, w_lead=0.0, intercept=-1.0,
+                                                    threshold=0.5, provenance={}, w_gain=1.0))
+
+
+def test_readings_with_likelihood_gains_are_judged_by_the_likelihood_weights():
+    """The gain is the question's log-probability per token after the paper minus after no
+    paper; a model with likelihood weights judges by it when every candidate has one."""
+    says = SaysWithGain({"First": 0.9, "Second": 0.9}, {"First": -2.5, "Second": -0.5}, alone=-3.0)
+    judged = [_judged("a", 0.3, "First. x"), _judged("b", 0.2, "Second. y")]
+    read = Reader(says, None, RelevancePolicy(), LIKELIHOOD, read_choice=says.read_choice).read("q", judged)
+    by_id = {j.paper.paper_id: j for j in read.read}
+    assert by_id["a"].features["gain"] == pytest.approx(0.5) and by_id["b"].features["gain"] == pytest.approx(2.5)
+    assert by_id["b"].features["gain_lead"] == pytest.approx(2.0)
+    assert [j.paper.paper_id for j in read.accepted] == ["b"]  # sigmoid(2.5 - 1) >= 0.5 > sigmoid(0.5 - 1)
+    # the same readings through a backend without log-probabilities: the shipped weights
+    plain = Reader(says, None, RelevancePolicy(), LIKELIHOOD).read("q", judged)
+    assert "gain" not in plain.read[0].features
+    assert {j.paper.paper_id for j in plain.accepted} == {"a", "b"}  # alike by yes alone
+
+
+def test_a_reading_model_with_likelihood_weights_round_trips_through_json(tmp_path):
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(LIKELIHOOD.to_json()))
+    loaded = ReadingModel.load(path)
+    assert loaded.likelihood.w_gain == 1.0 and loaded.w_gain == 0.0
+    assert loaded.proba(0.3, 0.8, 0.1) == pytest.approx(MODEL.proba(0.3, 0.8, 0.1))
 
 
 def test_only_reading_papers_are_read_and_nothing_below_the_floor():

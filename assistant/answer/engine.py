@@ -167,7 +167,8 @@ class AnswerEngine:
                 self._reading_error = (self._reading_error or self._llm_error
                                        or "the model cannot read candidates")
                 return None
-            self._reading = Reader(llm.choice_probabilities, self.embed, self.settings.relevance)
+            self._reading = Reader(llm.choice_probabilities, self.embed, self.settings.relevance,
+                                   read_choice=getattr(llm, "read_choice", None))
             self._reading_llm = llm
         return self._reading
 

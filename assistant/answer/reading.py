@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from ..config import DATA_DIR, RelevancePolicy
+from ..llm.choice import Choice
 from ..llm.errors import BackendError
 from ..prompts import render
 from .evidence import SentenceEmbeddings, evidence_for
@@ -42,6 +43,8 @@ ANSWERS = ("yes", "no")
 
 # (messages, options) -> the probability of each option as the reply's first word
 ChoiceReader = Callable[[list[dict], Sequence[str]], list[float]]
+# (messages, options, span) -> the same, with the log-probability of the span (llm/choice.py)
+SpanChoiceReader = Callable[[list[dict], Sequence[str], str], Choice]
 
 
 @dataclass
@@ -57,24 +60,40 @@ class ReadingModel:
     threshold: float
     provenance: dict
     gate_floor: float = 0.0
+    w_gain: float = 0.0
+    w_gain_lead: float = 0.0
+    # the weights for readings with likelihood gains (a backend that reports the question's
+    # log-probability); this model then judges readings without them
+    likelihood: Optional["ReadingModel"] = None
+
+    @classmethod
+    def from_json(cls, raw: dict) -> "ReadingModel":
+        return cls(raw["w_gate"], raw["w_yes"], raw["w_lead"], raw["intercept"], raw["threshold"],
+                   raw.get("provenance", {}), raw.get("gate_floor", 0.0), raw.get("w_gain", 0.0),
+                   raw.get("w_gain_lead", 0.0),
+                   cls.from_json(raw["likelihood"]) if raw.get("likelihood") else None)
 
     @classmethod
     def load(cls, path: Path = MODEL_PATH) -> "ReadingModel":
-        raw = json.loads(Path(path).read_text())
-        return cls(raw["w_gate"], raw["w_yes"], raw["w_lead"], raw["intercept"], raw["threshold"],
-                   raw.get("provenance", {}), raw.get("gate_floor", 0.0))
+        return cls.from_json(json.loads(Path(path).read_text()))
 
     def to_json(self) -> dict:
-        return {"w_gate": self.w_gate, "w_yes": self.w_yes, "w_lead": self.w_lead,
-                "intercept": self.intercept, "threshold": self.threshold,
-                "gate_floor": self.gate_floor, "provenance": self.provenance}
+        out = {"w_gate": self.w_gate, "w_yes": self.w_yes, "w_lead": self.w_lead,
+               "intercept": self.intercept, "threshold": self.threshold,
+               "gate_floor": self.gate_floor, "provenance": self.provenance}
+        if self.w_gain or self.w_gain_lead:
+            out.update(w_gain=self.w_gain, w_gain_lead=self.w_gain_lead)
+        if self.likelihood:
+            out["likelihood"] = self.likelihood.to_json()
+        return out
 
     def gate_logit(self, gate_p: float) -> float:
         return logit(max(gate_p, self.gate_floor))
 
-    def proba(self, gate_p: float, yes: float, lead: float) -> float:
+    def proba(self, gate_p: float, yes: float, lead: float, gain: Optional[float] = None,
+              gain_lead: Optional[float] = None) -> float:
         z = (self.w_gate * self.gate_logit(gate_p) + self.w_yes * logit(yes) + self.w_lead * lead
-             + self.intercept)
+             + self.w_gain * (gain or 0.0) + self.w_gain_lead * (gain_lead or 0.0) + self.intercept)
         return 1.0 / (1.0 + math.exp(-z))
 
 
@@ -117,16 +136,44 @@ class Reader:
     """Reads a question's best candidates with the model and judges them (see the module)."""
 
     def __init__(self, choose: ChoiceReader, embed: SentenceEmbeddings, policy: RelevancePolicy,
-                 model: Optional[ReadingModel] = None):
+                 model: Optional[ReadingModel] = None, read_choice: Optional[SpanChoiceReader] = None):
         self.choose = choose
+        self.read_choice = read_choice
         self.embed = embed
         self.policy = policy
         self.model = model or default_model()
+        self._unconditioned: dict[str, Choice] = {}
 
     def yes(self, question: str, paper) -> float:
         """The model's probability that `paper` answers `question`."""
         excerpt = evidence_for(paper, [question], self.embed, self.policy.reading_sentences)
         return self.choose(verdict_messages(question, paper, excerpt), ANSWERS)[0]
+
+    def reading(self, question: str, paper) -> tuple[float, Optional[float]]:
+        """The model's probability that `paper` answers `question`, and how much likelier the
+        paper makes the question's words: the log-probability per token of the question after
+        the paper minus after no paper (None when the backend cannot tell)."""
+        excerpt = evidence_for(paper, [question], self.embed, self.policy.reading_sentences)
+        messages = verdict_messages(question, paper, excerpt)
+        if self.read_choice is None:
+            return self.choose(messages, ANSWERS)[0], None
+        got = self.read_choice(messages, ANSWERS, question)
+        base = self._question_alone(question)
+        if (got.span_logprob is None or base.span_logprob is None or not got.span_tokens
+                or got.span_tokens != base.span_tokens):
+            return got.probabilities[0], None
+        return got.probabilities[0], (got.span_logprob - base.span_logprob) / got.span_tokens
+
+    def _question_alone(self, question: str) -> Choice:
+        """The question read after the verdict prompt with no paper in it."""
+        if question not in self._unconditioned:
+            assert self.read_choice is not None
+            got = self.read_choice([{"role": "user", "content": render("verdict", question=question, title="",
+                                                                       excerpt="")}], ANSWERS, question)
+            if len(self._unconditioned) > 64:
+                self._unconditioned.clear()
+            self._unconditioned[question] = got
+        return self._unconditioned[question]
 
     def may_answer(self, question: str, paper, at: float = MAY_ANSWER) -> bool:
         """Whether the model reads `paper` as answering `question` with a yes-probability of at
@@ -150,33 +197,50 @@ class Reader:
         except BackendError:
             return None
 
+    def _readings(self, question: str, candidates: Sequence[Judged]) -> Optional[list[tuple]]:
+        """Each candidate's (yes, likelihood gain) against the question; None when the model fails."""
+        try:
+            return [self.reading(question, j.paper) for j in candidates]
+        except BackendError:
+            return None
+
     def read(self, question: str, judged: Sequence[Judged]) -> Optional[Read]:
         """The `reading_papers` best candidates read and judged; None when the floor refuses
         or the model fails (nothing was read, so nothing may be said of what the papers say)."""
         candidates = list(judged[: self.policy.reading_papers])
-        yes = self._yes_each(question, judged, candidates)
-        if yes is None:
+        readings = self._readings(question, candidates) if self.worth_reading(judged) else None
+        if readings is None:
             return None
-        return self._judged(candidates, yes)
+        return self._judged(candidates, readings)
 
     def read_more(self, question: str, reading: Read, more: Sequence[Judged]) -> Optional[Read]:
-        """`reading` with `more` candidates read against the same question. Each paper's lead is
+        """`reading` with `more` candidates read against the same question. Each paper's leads are
         taken again over all the papers read, so adding papers never makes one read before more
         likely to be accepted. None when the model fails."""
-        try:
-            yes = [self.yes(question, j.paper) for j in more]
-        except BackendError:
+        readings = self._readings(question, more)
+        if readings is None:
             return None
         before = [replace(j, p=j.features["gate_p"]) for j in reading.read]
-        return self._judged(before + list(more), [j.features["yes"] for j in reading.read] + yes)
+        return self._judged(before + list(more),
+                            [(j.features["yes"], j.features.get("gain")) for j in reading.read] + readings)
 
-    def _judged(self, candidates: list[Judged], yes: list[float]) -> Read:
-        """The candidates (each with the gate's p) judged by the reading model on their yes."""
-        read = [replace(j, p=self.model.proba(j.p, y, lead),
-                        features={**j.features, "gate_p": j.p, "yes": y, "yes_lead": lead})
-                for j, y, lead in zip(candidates, yes, leads(yes))]
+    def _judged(self, candidates: list[Judged], readings: list[tuple]) -> Read:
+        """The candidates (each with the gate's p) judged by the reading model on their
+        readings: with the likelihood gains when every candidate has one and the model has
+        weights for them (ReadingModel.likelihood)."""
+        yes = [y for y, _ in readings]
+        gains = [g for _, g in readings]
+        has_gains = None not in gains
+        model = self.model.likelihood if self.model.likelihood and has_gains else self.model
+        features = [{**j.features, "gate_p": j.p, "yes": y, "yes_lead": lead}
+                    for j, y, lead in zip(candidates, yes, leads(yes))]
+        if has_gains:
+            for f, gain, lead in zip(features, gains, leads(gains)):
+                f.update(gain=gain, gain_lead=lead)
+        read = [replace(j, p=model.proba(j.p, f["yes"], f["yes_lead"], f.get("gain"), f.get("gain_lead")),
+                        features=f) for j, f in zip(candidates, features)]
         read.sort(key=lambda j: -j.p)
-        return Read(read, [j for j in read if j.p >= self.model.threshold], self.model.threshold)
+        return Read(read, [j for j in read if j.p >= model.threshold], model.threshold)
 
     def read_topic(self, topic: str, judged: Sequence[Judged], papers: int, threshold: float,
                    gate_weight: float) -> Optional[Read]:

@@ -19,7 +19,7 @@ import ctypes
 import threading
 import weakref
 from collections import OrderedDict
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from ..text import common_prefix
 
@@ -111,18 +111,59 @@ def openings_of(llama: Any) -> Openings:
 
 
 def reuse_prefix(llama: Any, prompt: list[int], openings: Optional[Openings] = None,
-                 opening: Optional[int] = None) -> None:
+                 opening: Optional[int] = None, scored: Sequence[int] = ()) -> Optional[list[float]]:
     """Keep the KV cache of the tokens this prompt shares with the last one, or start from a
     kept first turn (`Openings`), and evaluate the rest but its last token.
 
     `opening`: keep nothing past the prompt's first `opening` tokens (kept as a snapshot like a
     first turn), so the rest is always evaluated in one piece. llama.cpp's logits for a prompt
     vary with where its evaluation was split, so a probability the assistant thresholds is
-    computed the same way whatever the model read before (docs/benchmarks.md has the figures)."""
+    computed the same way whatever the model read before (docs/benchmarks.md has the figures).
+
+    `scored`: positions of prompt tokens whose log-probability given the tokens before them is
+    returned (in order); None when one of them lies in the reused cache or is the last token."""
     shared = common_prefix(llama.input_ids[: llama.n_tokens], prompt[:-1])
     openings = openings if openings is not None else openings_of(llama)
     if opening is not None:
         shared = min(shared, opening)
     shared = openings.start(llama, prompt, shared, opening)
     llama.n_tokens = shared  # eval drops the KV cache from here on
-    llama.eval(prompt[shared:-1])
+    if not scored:
+        llama.eval(prompt[shared:-1])
+        return None
+    if min(scored) <= shared or max(scored) >= len(prompt) - 1:
+        llama.eval(prompt[shared:-1])
+        return None
+    # the logits at position i - 1 predict token i
+    rows = eval_keeping_logits(llama, prompt[shared:-1], [i - 1 - shared for i in scored])
+    return [float(rows[i - 1 - shared][prompt[i]]) for i in scored]
+
+
+def eval_keeping_logits(llama: Any, tokens: list[int], kept: Sequence[int]) -> dict[int, Any]:
+    """Llama.eval(tokens) (same batches, same cells), also asking llama.cpp for the logits at
+    the positions `kept` (indices into tokens); returns each as log-probabilities over the
+    vocabulary. Written here because Llama.eval keeps either every position's logits (a
+    context-sized array, ~2.4 GB for this vocabulary) or none."""
+    import numpy as np
+
+    wanted = set(kept)
+    rows: dict[int, Any] = {}
+    llama._ctx.kv_cache_seq_rm(-1, llama.n_tokens, -1)
+    for start in range(0, len(tokens), llama.n_batch):
+        batch = tokens[start: start + llama.n_batch]
+        n_past = llama.n_tokens
+        llama._batch.set_batch(batch=batch, n_past=n_past, logits_all=False)
+        for k in range(len(batch)):
+            if start + k in wanted:
+                llama._batch.batch.logits[k] = True
+        llama._ctx.decode(llama._batch)
+        outputs = [k for k in range(len(batch)) if llama._batch.batch.logits[k]]
+        logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(len(outputs), llama.n_vocab()))
+        for row, k in enumerate(outputs):
+            if start + k in wanted:
+                values = logits[row].astype(np.float64)
+                rows[start + k] = values - np.logaddexp.reduce(values)
+        llama.input_ids[n_past: n_past + len(batch)] = batch
+        llama.n_tokens += len(batch)
+    llama._requires_eval = False
+    return rows

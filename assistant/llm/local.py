@@ -27,6 +27,8 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.llms import CustomLLM
 from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
 
+from ..text import common_prefix
+from .choice import Choice
 from .errors import INSTALL_HINT, BackendError, BackendTimeout, ModelUnavailable
 from .kvcache import first_turn_end, reuse_prefix
 from .lookup import Sampling
@@ -164,20 +166,39 @@ def _opening(llama: Any, prompt: str, head: list[int], last: str) -> Optional[in
     return len(tokens) if head[: len(tokens)] == tokens and len(tokens) < len(head) else None
 
 
+def _span_positions(llama: Any, prompt: str, head: list[int], span: str) -> list[int]:
+    """The positions in `head` (the prompt's tokens) of the tokens wholly inside the last
+    occurrence of `span` in the prompt; [] when it does not occur."""
+    at = prompt.rfind(span) if span else -1
+    if at < 0:
+        return []
+    start = common_prefix(llama.tokenize(prompt[:at].encode("utf-8"), add_bos=False, special=True), head)
+    end = common_prefix(llama.tokenize(prompt[: at + len(span)].encode("utf-8"), add_bos=False,
+                                       special=True), head)
+    return list(range(start, end))
+
+
 def _choice_probabilities(llama: Any, prompt: str, options: Sequence[str], last: str = "") -> list[float]:
+    return _read_choice(llama, prompt, options, last).probabilities
+
+
+def _read_choice(llama: Any, prompt: str, options: Sequence[str], last: str = "", span: str = "") -> Choice:
     """The probability of each option as the first token of the reply to ``prompt``, over the
-    options alone (each option's first token, with and without a leading capital). The prompt
-    through the first line of its last message (`last`; the chat template's system turn and a
-    reading's preamble) is kept in the KV cache; the rest is evaluated anew each time in one
-    piece, so the probabilities do not depend on what the model read before
-    (kvcache.reuse_prefix). Only the last position gets logits."""
+    options alone (each option's first token, with and without a leading capital), and the
+    log-probability of `span`'s tokens (its last occurrence in the prompt) given what precedes
+    them, when a span is given. The prompt through the first line of its last message (`last`;
+    the chat template's system turn and a reading's preamble) is kept in the KV cache; the rest
+    is evaluated anew each time in one piece, so the probabilities do not depend on what the
+    model read before (kvcache.reuse_prefix)."""
     import numpy as np
 
     head = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
     if len(head) < 2 or len(head) > llama.n_ctx():
         raise ValueError(f"cannot read a prompt of {len(head)} tokens")
     opening = _opening(llama, prompt, head, last) if last else None
-    reuse_prefix(llama, head, opening=opening if opening is not None else first_turn_end(llama, head))
+    positions = _span_positions(llama, prompt, head, span)
+    span_logprobs = reuse_prefix(llama, head, opening=opening if opening is not None else first_turn_end(llama, head),
+                                 scored=positions)
     llama._batch.set_batch(batch=head[-1:], n_past=llama.n_tokens, logits_all=True)
     llama._ctx.decode(llama._batch)
     llama._requires_eval = True  # the context's logits are ours, not those of input_ids
@@ -190,7 +211,10 @@ def _choice_probabilities(llama: Any, prompt: str, options: Sequence[str], last:
         mass.append(float(np.logaddexp.reduce([logits[i] for i in ids])))
     top = max(mass)
     weights = [math.exp(m - top) for m in mass]
-    return [w / sum(weights) for w in weights]
+    probabilities = [w / sum(weights) for w in weights]
+    if span_logprobs is None:
+        return Choice(probabilities)
+    return Choice(probabilities, sum(span_logprobs), len(span_logprobs))
 
 
 def _message_dicts(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
@@ -281,8 +305,12 @@ class LocalLlamaCPP(CustomLLM):
 
     def choice_probabilities(self, messages: Sequence[dict], options: Sequence[str]) -> list[float]:
         """The probability of each option as the reply's first word (over the options alone),
-        formatted by the GGUF's chat template; holds the model's turn like a generation. The
-        model's reading of a candidate paper (answer/reading.py)."""
+        formatted by the GGUF's chat template; holds the model's turn like a generation."""
+        return self.read_choice(messages, options).probabilities
+
+    def read_choice(self, messages: Sequence[dict], options: Sequence[str], span: str = "") -> Choice:
+        """choice_probabilities, with the log-probability of `span` (a part of the last message)
+        read in the same pass: the model's reading of a candidate paper (answer/reading.py)."""
         llama = self.load()
         assert self._loaded is not None
         try:
@@ -292,7 +320,7 @@ class LocalLlamaCPP(CustomLLM):
         for _ in self._loaded.lock.wait(self.timeout):
             pass  # waiting in line: nothing to show for a reading
         try:
-            return _choice_probabilities(llama, prompt, options, messages[-1].get("content", "") if messages else "")
+            return _read_choice(llama, prompt, options, messages[-1].get("content", "") if messages else "", span)
         except (ValueError, RuntimeError) as exc:
             raise BackendError(f"local model failed to read: {exc}") from exc
         finally:

@@ -17,6 +17,7 @@ from llama_index.core.base.llms.types import (
 )
 from llama_index.llms.openai_like import OpenAILike
 
+from .choice import Choice
 from .errors import BackendError, BackendTimeout, ModelUnavailable, openai_errors, translate_openai_error
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -96,6 +97,11 @@ class OpenAICompatible(OpenAILike):
             mass = [1.0 if written.startswith(o) else 0.0 for o in options]
         total = sum(mass)
         return [m / total for m in mass] if total else [1.0 / len(options)] * len(options)
+
+    def read_choice(self, messages: Sequence[dict], options: Sequence[str], span: str = "") -> Choice:
+        """choice_probabilities; a chat completion reports no log-probabilities of the prompt,
+        so the span's is unknown."""
+        return Choice(self.choice_probabilities(messages, options))
 
     def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
         return self._guard(lambda: super(OpenAICompatible, self).chat(messages, **kwargs))
