@@ -50,11 +50,13 @@ def collect(sets: list[str]) -> None:
     seen: dict = {}
     chosen, read = plan.Planner._chosen, reading.Reader.read
 
-    def chosen_recorded(self, question, judged, singular, plural):  # one call per judgement
+    def chosen_recorded(self, question, judged, singular, plural, **options):  # one call per judgement
         seen.setdefault("calls", []).append({})
-        return chosen(self, question, judged, singular, plural)
+        return chosen(self, question, judged, singular, plural, **options)
 
     def read_recorded(self, question, judged):
+        if self.read_choice is None:  # record the likelihood gains even if the model does not weigh them
+            self.read_choice = getattr(getattr(self.choose, "__self__", None), "read_choice", None)
         result = read(self, question, judged)
         if result is not None:
             seen["calls"][-1]["read"] = [(j.paper.paper_id, j.features["gate_p"], j.features["yes"],

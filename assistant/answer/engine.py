@@ -21,7 +21,7 @@ from . import compose
 from .evidence import SentenceEmbeddings
 from .ground import GroundedText, Grounder, question_allowance
 from .plan import Planner, TurnPlan
-from .reading import Reader
+from .reading import Reader, default_model as default_reading_model
 from .relevance import Judge
 from .sides import SIDE_WORDS_TOKENS, copied_sides, copy_grammar
 from .stream import CheckedProse, Numbering
@@ -167,8 +167,10 @@ class AnswerEngine:
                 self._reading_error = (self._reading_error or self._llm_error
                                        or "the model cannot read candidates")
                 return None
+            # the question's likelihood is read only when the shipped reading model weighs it
+            likelihood = getattr(llm, "read_choice", None) if default_reading_model().likelihood else None
             self._reading = Reader(llm.choice_probabilities, self.embed, self.settings.relevance,
-                                   read_choice=getattr(llm, "read_choice", None))
+                                   read_choice=likelihood)
             self._reading_llm = llm
         return self._reading
 
