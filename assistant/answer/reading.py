@@ -50,8 +50,9 @@ SpanChoiceReader = Callable[[list[dict], Sequence[str], str], Choice]
 @dataclass
 class ReadingModel:
     """p = sigmoid(w_gate * logit(max(gate p, gate_floor)) + w_yes * logit(yes) + w_lead * lead
-    + intercept), accepted at `threshold`. lead: this paper's yes minus the best other read
-    candidate's. gate_floor: see the module (0: the gate's p as it is)."""
+    + w_gain * gain + w_gain_lead * gain lead + intercept), accepted at `threshold`. lead: this
+    paper's yes minus the best other read candidate's; gain: the question's likelihood gain
+    (Reader.reading), its lead likewise. gate_floor: see the module (0: the gate's p as it is)."""
 
     w_gate: float
     w_yes: float
