@@ -244,6 +244,22 @@ def net(fig: dict) -> int:
     return fig["pos"]["read"] - fig["pos"]["read_wrong"] - sum(fig[k]["read"] for k in WRONG_IF_ANSWERED)
 
 
+def best_floor(read: list[dict], cache: dict[str, dict], papers: int, floors: list[Optional[float]],
+               with_gain: bool, gate_t: float, sure: float) -> tuple[Optional[float], dict, float]:
+    """The gate floor whose model has the best out-of-fold net, with that model's out-of-fold
+    best readings and threshold; ties: the reading alone (the model reads, then the assistant
+    judges), then the lowest floor."""
+    tried = {}  # floor -> (out-of-fold best readings, threshold, net)
+    for f in floors:
+        best = out_of_fold(read, cache, papers, f, with_gain)
+        t = choose_threshold(read, best, gate_t, sure)
+        tried[f] = (best, t, net(figures(read, best, gate_t, t, sure)))
+        print(f"gate floor {'off' if f is None else f}{' (with gain)' if with_gain else ''}: "
+              f"threshold {t:.3f}, net {tried[f][2]}", file=sys.stderr)
+    floor = max(floors, key=lambda f: (tried[f][2], f is None, -(f or 0)))
+    return floor, tried[floor][0], tried[floor][1]
+
+
 def choose_threshold(held: list[dict], best: dict, gate_t: float, sure: float) -> float:
     grid = [round(x, 3) for x in np.arange(0.05, 0.951, 0.025)]
     return max(grid, key=lambda t: (net(figures(held, best, gate_t, t, sure)), t))
@@ -361,16 +377,8 @@ def main() -> int:
         report_pairs(read, cache, args.papers, sure)
         return 0
     floors = [None if f == "off" else float(f) for f in args.gate_floors.split(",")]
-    tried = {}  # floor -> (out-of-fold best readings, threshold, net)
     with_gain = args.likelihood
-    for f in floors:
-        best = out_of_fold(read, cache, args.papers, f, with_gain)
-        t = choose_threshold(read, best, gate.threshold, sure)
-        tried[f] = (best, t, net(figures(read, best, gate.threshold, t, sure)))
-        print(f"gate floor {'off' if f is None else f}: threshold {t:.3f}, net {tried[f][2]}", file=sys.stderr)
-    # ties: the reading alone (the model reads, then the assistant judges), then the lowest floor
-    floor = max(floors, key=lambda f: (tried[f][2], f is None, -(f or 0)))
-    best, threshold, _ = tried[floor]
+    floor, best, threshold = best_floor(read, cache, args.papers, floors, with_gain, gate.threshold, sure)
     model = fit(list(rows_of(read, cache, args.papers, with_gain)), floor, with_gain)
     model.threshold = threshold
     print(f"model: {model.w_gate:+.3f} * logit(max(p, {model.gate_floor})) {model.w_yes:+.3f} * logit(yes) {model.w_lead:+.3f} * lead "
@@ -382,10 +390,8 @@ def main() -> int:
         report(corpus, figures([r for r in read if r["item"].corpus == corpus], best, gate.threshold,
                                model.threshold, sure))
     if with_gain:  # the same questions judged without the gain, for comparison
-        plain = max(floors, key=lambda f: (net(figures(read, (b := out_of_fold(read, cache, args.papers, f)), gate.threshold,
-                                                       choose_threshold(read, b, gate.threshold, sure), sure)), f is None, -(f or 0)))
-        b = out_of_fold(read, cache, args.papers, plain)
-        report("without gain", figures(read, b, gate.threshold, choose_threshold(read, b, gate.threshold, sure), sure))
+        _, plain, plain_threshold = best_floor(read, cache, args.papers, floors, False, gate.threshold, sure)
+        report("without gain", figures(read, plain, gate.threshold, plain_threshold, sure))
     if args.write:
         model.provenance = {
             "fitted_by": "benchmarks/calibrate_reading.py", "date": time.strftime("%Y-%m-%d"),

@@ -272,14 +272,14 @@ def test_prompt_lookup_writes_the_same_text_in_fewer_steps(smol, monkeypatch):
 
 @needs_smol
 def test_a_reading_after_a_drafted_reply_reads_as_on_a_fresh_cache(smol):
-    from assistant.llm.local import _choice_probabilities
+    from assistant.llm.local import _read_choice
 
     llama = smol.load()
     question = "<|im_start|>user\nIs Paris in France? Answer yes or no.<|im_end|>\n<|im_start|>assistant\n"
     llama.n_tokens = 0  # nothing cached
-    fresh = _choice_probabilities(llama, question, ["yes", "no"])
+    fresh = _read_choice(llama, question, ["yes", "no"]).probabilities
     "".join(stream_chat_text(smol, MESSAGES))  # a drafted reply moves the cache on
-    again = _choice_probabilities(llama, question, ["yes", "no"])
+    again = _read_choice(llama, question, ["yes", "no"]).probabilities
     assert again == pytest.approx(fresh, abs=1e-3)
 
 
@@ -364,7 +364,7 @@ def test_a_reading_is_the_same_whatever_the_model_read_before(smol, monkeypatch)
     of its last message is kept, the rest evaluated in one piece, so a reading's probabilities
     are exactly those of a fresh cache (llama.cpp's logits vary with where a prompt's evaluation
     was split, enough to move a reading near the threshold across it)."""
-    from assistant.llm.local import _chat_prompt, _choice_probabilities
+    from assistant.llm.local import _chat_prompt, _read_choice
 
     llama = smol.load()
 
@@ -378,7 +378,7 @@ def test_a_reading_is_the_same_whatever_the_model_read_before(smol, monkeypatch)
               reading("Federated causal inference", "what is sampling?"),
               reading("Large language models agree with their users", "who wrote it?")]
     llama.n_tokens = 0
-    fresh = _choice_probabilities(llama, target[0], ["yes", "no"], target[1])
+    fresh = _read_choice(llama, target[0], ["yes", "no"], target[1]).probabilities
     head = llama.tokenize(target[0].encode(), add_bos=False, special=True)
     opening = llama.tokenize(target[0][: target[0].index("collection:\n") + 12].encode(),
                              add_bos=False, special=True)
@@ -386,9 +386,9 @@ def test_a_reading_is_the_same_whatever_the_model_read_before(smol, monkeypatch)
     real_eval = llama.eval
     monkeypatch.setattr(llama, "eval", lambda tokens: evaluated.append(len(tokens)) or real_eval(tokens))
     for prompt, last in before:
-        _choice_probabilities(llama, prompt, ["yes", "no"], last)
+        _read_choice(llama, prompt, ["yes", "no"], last).probabilities
         evaluated.clear()
-        assert _choice_probabilities(llama, target[0], ["yes", "no"], target[1]) == fresh
+        assert _read_choice(llama, target[0], ["yes", "no"], target[1]).probabilities == fresh
         assert evaluated == [len(head) - 1 - len(opening)]  # all but the opening, in one piece
 
 

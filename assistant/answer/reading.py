@@ -145,20 +145,22 @@ class Reader:
         self.model = model or default_model()
         self._unconditioned: dict[str, Choice] = {}
 
+    def _verdict(self, question: str, paper) -> list[dict]:
+        """The verdict prompt for `paper`, with the abstract's sentences closest to the question."""
+        excerpt = evidence_for(paper, [question], self.embed, self.policy.reading_sentences)
+        return verdict_messages(question, paper, excerpt)
+
     def yes(self, question: str, paper) -> float:
         """The model's probability that `paper` answers `question`."""
-        excerpt = evidence_for(paper, [question], self.embed, self.policy.reading_sentences)
-        return self.choose(verdict_messages(question, paper, excerpt), ANSWERS)[0]
+        return self.choose(self._verdict(question, paper), ANSWERS)[0]
 
     def reading(self, question: str, paper) -> tuple[float, Optional[float]]:
         """The model's probability that `paper` answers `question`, and how much likelier the
         paper makes the question's words: the log-probability per token of the question after
         the paper minus after no paper (None when the backend cannot tell)."""
-        excerpt = evidence_for(paper, [question], self.embed, self.policy.reading_sentences)
-        messages = verdict_messages(question, paper, excerpt)
         if self.read_choice is None:
-            return self.choose(messages, ANSWERS)[0], None
-        got = self.read_choice(messages, ANSWERS, question)
+            return self.yes(question, paper), None
+        got = self.read_choice(self._verdict(question, paper), ANSWERS, question)
         base = self._question_alone(question)
         if (got.span_logprob is None or base.span_logprob is None or not got.span_tokens
                 or got.span_tokens != base.span_tokens):

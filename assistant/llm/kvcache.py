@@ -128,10 +128,7 @@ def reuse_prefix(llama: Any, prompt: list[int], openings: Optional[Openings] = N
         shared = min(shared, opening)
     shared = openings.start(llama, prompt, shared, opening)
     llama.n_tokens = shared  # eval drops the KV cache from here on
-    if not scored:
-        llama.eval(prompt[shared:-1])
-        return None
-    if min(scored) <= shared or max(scored) >= len(prompt) - 1:
+    if not scored or min(scored) <= shared or max(scored) >= len(prompt) - 1:
         llama.eval(prompt[shared:-1])
         return None
     # the logits at position i - 1 predict token i

@@ -178,10 +178,6 @@ def _span_positions(llama: Any, prompt: str, head: list[int], span: str) -> list
     return list(range(start, end))
 
 
-def _choice_probabilities(llama: Any, prompt: str, options: Sequence[str], last: str = "") -> list[float]:
-    return _read_choice(llama, prompt, options, last).probabilities
-
-
 def _read_choice(llama: Any, prompt: str, options: Sequence[str], last: str = "", span: str = "") -> Choice:
     """The probability of each option as the first token of the reply to ``prompt``, over the
     options alone (each option's first token, with and without a leading capital), and the
