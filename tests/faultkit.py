@@ -92,10 +92,13 @@ class Serve:
 
 def start_serve(store: Path, *, port: Optional[int] = None, backend: str = "none",
                 chroma_url: Optional[str] = None, timeout: float = 240.0,
-                env: Optional[dict] = None, extra: tuple = ()) -> Serve:
+                env: Optional[dict] = None, extra: tuple = (),
+                shutdown_grace: float = 0.5) -> Serve:
     """`paper-assistant serve` on 127.0.0.1 as a subprocess; returns once /healthz answers 200.
     Its temporary files go beside the store (a test's own folder): a server the test kills
-    (SIGKILL runs no cleanup) leaves nothing in the machine's /tmp."""
+    (SIGKILL runs no cleanup) leaves nothing in the machine's /tmp. `shutdown_grace` is how long
+    `stop()` lets open requests finish (`serve_shutdown_grace`): a page or client left connected
+    would otherwise hold each stop for the product's 3 s."""
     port = port or free_port()
     args = [*CLI, "serve", "--host", "127.0.0.1", "--port", str(port), "--store", str(store),
             "--backend", backend, *(["--chroma-url", chroma_url] if chroma_url else []), *extra]
@@ -103,7 +106,9 @@ def start_serve(store: Path, *, port: Optional[int] = None, backend: str = "none
     temp.mkdir(parents=True, exist_ok=True)
     log = tempfile.TemporaryFile()
     proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            cwd=ROOT, env=cli_env(**{"TMPDIR": str(temp), **(env or {})}))
+                            cwd=ROOT, env=cli_env(**{"TMPDIR": str(temp),
+                                          "PAPER_ASSISTANT_SERVE_SHUTDOWN_GRACE": str(shutdown_grace),
+                                          **(env or {})}))
     s = Serve(f"http://127.0.0.1:{port}", proc, log, Path(store), args)
     deadline = time.monotonic() + timeout
     while True:

@@ -479,7 +479,7 @@ def test_serve_restarted_under_an_open_page_keeps_the_conversation(tmp_path, see
             cited = page.locator("#pa-sources .latest .src-card").first.get_attribute("data-paper-id")
             page.wait_for_function("(localStorage.getItem('paper-assistant-conversation') || '').length > 200")
             # SIGTERM (a service manager, or Ctrl-C) with the page open: its event stream never
-            # ends by itself, so serve stops after `serve_shutdown_grace` (3 s) instead of waiting
+            # ends by itself, so serve stops after `serve_shutdown_grace` instead of waiting
             started = time.monotonic()
             serve.proc.terminate()
             serve.proc.wait(timeout=30)
