@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
+from .config import Settings
 from .corpus import CorpusError, RecordError, read_papers
 from .index import Store, UpsertReport, iter_batches
 
-BATCH_PAPERS = 64
+BATCH_PAPERS: int = Settings.model_fields["ingest_batch_papers"].default
 
 ProgressFn = Callable[[int, int], None]  # (papers done, papers total)
 
@@ -53,7 +54,7 @@ def ingest_file(store: Store, path: Path, skip_bad: bool = False,
 
 
 def ingest_paths(store: Store, paths: list[Path], skip_bad: bool = False,
-                 progress_factory=None) -> list[FileReport]:
+                 progress_factory=None, batch_size: int = BATCH_PAPERS) -> list[FileReport]:
     """Ingest several files; a bad file raises before any of *it* is written.
 
     `progress_factory(path, total)` may return a context manager yielding a (done, total)
@@ -64,7 +65,7 @@ def ingest_paths(store: Store, paths: list[Path], skip_bad: bool = False,
         for path in paths:
             ctx = progress_factory(path) if progress_factory else nullcontext(None)
             with ctx as progress:
-                reports.append(ingest_file(store, Path(path), skip_bad, progress))
+                reports.append(ingest_file(store, Path(path), skip_bad, progress, batch_size))
     finally:
         # Even after an error in a later file, the caches reflect what was written.
         store.finish_ingest()

@@ -100,7 +100,8 @@ class PaperAssistant:
                 else:
                     self._store.delete_all()
         with self._chroma():
-            reports = ingest_paths(self.store, [Path(p) for p in paths], skip_bad, progress_factory)
+            reports = ingest_paths(self.store, [Path(p) for p in paths], skip_bad, progress_factory,
+                                   self.settings.ingest_batch_papers)
             if self.settings.map_after_ingest and any(r.papers for r in reports):
                 # built now and cached with the store: the page opens it at once
                 if background_map:

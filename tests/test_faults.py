@@ -268,8 +268,8 @@ def test_chroma_server_stopped_mid_session_then_restarted(tmp_path):
 
 # ============================================================================ 3. interrupted upload
 
-UPLOAD_PAPERS = 150
-KILL_AFTER = 64  # papers written (one batch) before the SIGKILL
+UPLOAD_PAPERS = 48
+KILL_AFTER = 16  # papers written (one batch: `ingest_batch_papers`) before the SIGKILL
 
 
 @pytest.fixture(scope="module")
@@ -280,7 +280,8 @@ def killed_upload(tmp_path_factory, seed_template):
 
     folder = tmp_path_factory.mktemp("killed-upload")
     papers = papers_file(folder / "arxiv.jsonl", UPLOAD_PAPERS)
-    serve = start_serve(seed_copy(seed_template, folder / "store"))
+    batches = {"PAPER_ASSISTANT_INGEST_BATCH_PAPERS": str(KILL_AFTER)}
+    serve = start_serve(seed_copy(seed_template, folder / "store"), env=batches)
     seen: list[tuple[int, int]] = []
 
     def progress(done, total):
@@ -298,7 +299,7 @@ def killed_upload(tmp_path_factory, seed_template):
     assert serve.proc.returncode == -9 and seen and seen[-1][0] < UPLOAD_PAPERS, seen
     settings = load_settings(llm_backend="none", store_dir=folder / "store")
     after_kill = store_consistency(settings)
-    serve = start_serve(folder / "store")
+    serve = start_serve(folder / "store", env=batches)
     yield {"folder": folder, "papers": papers, "serve": serve, "after_kill": after_kill,
            "settings": settings}
     serve.stop()
