@@ -1,7 +1,7 @@
 """Fit the intent model (answer/intent.py) and measure it against the phrase rules.
 
     .venv/bin/python benchmarks/fit_intent.py [--question-sets] [--round-sets] [--test-round]
-        [--balanced] [--write]
+        [--balanced] [--train-more FILE…] [--test-more FILE…] [--write]
 
 Training messages: benchmarks/intent/train.jsonl; test messages: benchmarks/intent/test.jsonl.
 Each set was written by its own session that saw no code, no other set and not the other
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from assistant.answer.intent import MODEL_PATH, IntentModel, message_vectors  # noqa: E402
-from assistant.answer.query import detect_intent, rules_then_model  # noqa: E402
+from assistant.answer.query import detect_intent, plain, rules_then_model  # noqa: E402
 from assistant.config import Settings  # noqa: E402
 
 SETS = ROOT / "benchmarks" / "intent"
@@ -161,6 +161,42 @@ def confusion(pred: list[str], gold: list[str]) -> str:
     return ", ".join(f"{g}→{p} {n}" for (g, p), n in wrong.most_common(8)) or "none"
 
 
+def every_turn() -> list[tuple[str, str, int, str]]:
+    """(set, item id, turn number, message) of every user turn of every question set."""
+    out = []
+    for path in sorted((ROOT / "benchmarks" / "questions").glob("*.jsonl")) + sorted((ROOT / "tests" / "data").glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            item = json.loads(line) if line.strip() else None
+            if not item or not isinstance(item, dict):
+                continue
+            turns = item.get("turns") or [item.get("query") or item.get("question")]
+            for n, turn in enumerate(turns, 1):
+                if isinstance(turn, str) and turn:
+                    out.append((path.stem, str(item.get("id", "")), n, turn))
+    return out
+
+
+def print_changes(model: IntentModel, confidence: float) -> None:
+    """Every question-set message whose shipped reading (rules, then the shipped model) the new
+    model (rules, then it at `confidence`) changes, with the item's kind for judging it."""
+    shipped = IntentModel.load(MODEL_PATH)
+    turns = every_turn()
+    messages = [plain(m) for _, _, _, m in turns]
+    X = message_vectors(messages)
+    old_l, old_p = read(shipped, X)
+    new_l, new_p = read(model, X)
+    ship_conf = shipped.provenance.get("confidence", 0.0)
+    changed = 0
+    for (name, item, n, _), msg, ol, op, nl, np_ in zip(turns, messages, old_l, old_p, new_l, new_p):
+        rules = detect_intent(msg)
+        before = rules_then_model(msg, rules, ol, op, ship_conf, OVERRULE)
+        after = rules_then_model(msg, rules, nl, np_, confidence, OVERRULE)
+        if before != after:
+            changed += 1
+            print(f"  {name} {item} turn {n}: {before} → {after} ({np_:.2f})  {msg[:110]}")
+    print(f"{changed} of {len(turns)} messages change their reading")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--write", action="store_true", help=f"write the fitted model to {MODEL_PATH}")
@@ -171,6 +207,15 @@ def main() -> int:
     ap.add_argument("--test-round", action="store_true",
                     help="also score the last turns of the newest round (HELD_OUT_ROUND)")
     ap.add_argument("--balanced", action="store_true", help="weigh each intent the same in the fit")
+    ap.add_argument("--train-more", nargs="*", default=[], type=Path,
+                    help="more labelled messages to fit on (JSON Lines like train.jsonl)")
+    ap.add_argument("--test-more", nargs="*", default=[], type=Path,
+                    help="more labelled messages to score (JSON Lines like test.jsonl)")
+    ap.add_argument("--changes", action="store_true",
+                    help="list the messages of every question set whose shipped reading the new model changes")
+    ap.add_argument("--confidence", type=float, default=None,
+                    help="the model's bar where the rules say question (default: chosen by cross-validation)")
+    ap.add_argument("--out", type=Path, default=MODEL_PATH, help="where --write writes the model")
     args = ap.parse_args()
     global CLASS_WEIGHT
     CLASS_WEIGHT = "balanced" if args.balanced else None
@@ -183,7 +228,14 @@ def main() -> int:
         more, more_y = last_turns(ROUND_SETS)
         train_msgs, train_y = train_msgs + more, train_y + more_y
         print(f"+ {len(more)} last turns of the later rounds: {dict(Counter(more_y))}")
+    for path in args.train_more:
+        more, more_y = load(path)
+        train_msgs, train_y = train_msgs + more, train_y + more_y
+        print(f"+ {len(more)} messages of {path.name}: {dict(Counter(more_y))}")
     test_msgs, test_y = load(SETS / "test.jsonl")
+    for path in args.test_more:
+        more, more_y = load(path)
+        test_msgs, test_y = test_msgs + more, test_y + more_y
     if args.test_round:
         more, more_y = last_turns(HELD_OUT_ROUND)
         test_msgs, test_y = test_msgs + more, test_y + more_y
@@ -196,6 +248,8 @@ def main() -> int:
     labels, probs = cv[C]
     confidence = max(CONFIDENCE_GRID, key=lambda t: (accuracy(combined(labels, probs, rules_train, t), train_y), t))
     fired_at = max([0.0] + CONFIDENCE_GRID, key=lambda t: (accuracy(fired(labels, probs, rules_train, t, train_msgs), train_y), -t))
+    if args.confidence is not None:
+        fired_at = args.confidence
     print(f"cross-validated on training: rules {accuracy(rules_train, train_y):.3f}, model {accuracy(labels, train_y):.3f} "
           f"(C={C}), confident {accuracy(combined(labels, probs, rules_train, confidence), train_y):.3f} "
           f"(model where p >= {confidence}), fired {accuracy(fired(labels, probs, rules_train, fired_at, train_msgs), train_y):.3f} "
@@ -219,8 +273,10 @@ def main() -> int:
             "embedding": "all-MiniLM-L6-v2 (packaged ONNX)",
             "test_accuracy": scores, "test_messages": len(test_y),
         }
-        MODEL_PATH.write_text(json.dumps(model.to_json()))
-        print(f"wrote {MODEL_PATH}")
+        args.out.write_text(json.dumps(model.to_json()))
+        print(f"wrote {args.out}")
+    if args.changes:
+        print_changes(model, fired_at)
     return 0
 
 
