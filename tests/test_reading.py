@@ -261,20 +261,25 @@ def test_planner_answers_what_the_reading_accepts_and_says_what_it_read(seed_ass
 def test_a_question_the_gate_is_sure_of_is_still_read_below_reading_sure(seed_assistant: PaperAssistant):
     """Between the gate's threshold and reading_sure the model reads before anything is cited (a
     question about a case the nearest paper does not treat looks sure to the gate); at or above
-    reading_sure, and for a paper by an author the question names, the gate's answer stands
+    reading_sure, for a paper by an author the question names, and for the only candidate a
+    question about one paper names by its title ("What is Top-W?"), the gate's answer stands
     unread; reading_sure None: the gate's threshold."""
     settings = seed_assistant.settings
     engine, planner = seed_assistant.engine, seed_assistant.engine.planner
     policy = settings.relevance
-    read_question, sure_question = "What is Top-W?", "Which paper studies backdoor attacks in federated learning?"
-    gate = {q: engine.judge.judge(q, seed_assistant.search(q, k=20))[0].p for q in (read_question, sure_question)}
+    read_question, sure_question = ("Which paper proposes a memory architecture for agents?",
+                                    "Which paper studies backdoor attacks in federated learning?")
+    named_question = "What is Top-W?"
+    gate = {q: engine.judge.judge(q, seed_assistant.search(q, k=20))[0].p
+            for q in (read_question, sure_question, named_question)}
     assert engine.judge.threshold <= gate[read_question] < policy.reading_sure <= gate[sure_question] < 1.0
+    assert engine.judge.threshold <= gate[named_question] < policy.reading_sure
     says = Says({p.title: 0.01 for p in seed_assistant.store.papers().values()})
     try:
         planner.reader = lambda: Reader(says, engine.embed, policy, MODEL)
         refused = planner.plan(read_question, [], None, None, None)
         assert says.read and refused.abstain and "read and judged not to answer" in refused.prefix
-        for unread in (sure_question, "Which papers did Itai Shapira write?"):
+        for unread in (sure_question, "Which papers did Itai Shapira write?", named_question):
             says.read.clear()
             assert not planner.plan(unread, [], None, None, None).abstain and not says.read
         planner.policy = policy.model_copy(update={"reading_sure": None})  # the gate's threshold

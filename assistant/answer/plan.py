@@ -175,7 +175,7 @@ class Planner:
         if followed is not None:
             plan = TurnPlan("question", q.message, retrieved=[as_hit(followed)])
             return self._about(plan, q, [followed], previous=previous_user_message(history))
-        chosen, reading = self._chosen(q.message, judged, q.singular, q.plural)
+        chosen, reading = self._chosen(q.message, judged, q.singular, q.plural, sure=self._named_alone(q, judged))
         if not chosen and reading is not None and self.policy.second_look_papers > 0:
             hits, chosen, reading = self._second_look(q, filters, hits, judged, reading)
         if not chosen and reading is None and self._worth_rewriting(judged):
@@ -191,6 +191,19 @@ class Planner:
         if not papers:
             return self._refuse(plan, q, judged, filters, reading)
         return self._about(plan, q, papers)
+
+    def _named_alone(self, q: Query, judged: list[Judged]) -> Optional[float]:
+        """The gate's p for its best candidate, when a question about one paper names that paper
+        and no other candidate (every name it writes names the best candidate, by its title or as
+        a name its abstract presents as its own) and the gate accepts it: the paper is then taken
+        unread ("What is Top-W?": reading three candidates would only confirm what the title
+        says). None otherwise: the usual bar (`_chosen`)."""
+        if q.plural or not (q.names and judged) or judged[0].p < self.judge.threshold:
+            return None
+        best = judged[0].paper
+        if all([j.paper for j in self._named(name, judged, by_initials=False)] == [best] for name in q.names):
+            return judged[0].p
+        return None
 
     def _with_referred(self, papers: list[Paper], q: Query, judged: list[Judged],
                        filters) -> list[Paper]:
