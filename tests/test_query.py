@@ -647,6 +647,18 @@ def test_them_after_one_paper_answers_points_at_each_of_those_papers(message):
     assert parse(message, convo(["A"], ["B"], refused_last=True)).references == ["B"]
 
 
+@pytest.mark.parametrize("message", ["put these side by side: problem, method, guarantees",
+                                     "how are those related, if at all?"])
+def test_these_in_a_question_after_one_paper_answers_is_each_of_those_papers(message):
+    # read as a question (the intent model is unsure of "side by side"): "these" is still both
+    q = parse(message, convo(["A"], ["B"]))
+    assert q.intent == "question" and q.references == ["A", "B"]
+    # "they" is the last paper (its authors) and "it" the last paper; a refusal ends the run
+    assert parse("How large is the dataset they put together?", convo(["A"], ["B"])).references == ["B"]
+    assert parse("does it use GPUs?", convo(["A"], ["B"])).references == ["B"]
+    assert parse(message, convo(["A"], ["B"], refused_last=True)).references == ["B"]
+
+
 def test_a_summary_pointing_back_by_a_pronoun_is_read_by_meaning():
     focus = lambda reading: (lambda message: reading)  # noqa: E731
     message = "Put them side by side: what kind of combinatorics is each doing?"

@@ -587,10 +587,11 @@ def _pointing_back(message: str, intent: Intent, refs: list[_Found], history: li
     return intent, refs, seen, unconfirmed
 
 
-def _plural_after_one_paper_answers(refs: list[_Found], turns: list[Turn]) -> list[_Found]:
-    """"Summarize them" after "Which paper does X?" "And the one on Y?": a plural pronoun after
-    answers that cited one paper each points at those papers, in the order shown, not at the
-    last one alone ("it" and references to a list are left as they are)."""
+def _plural_after_one_paper_answers(refs: list[_Found], turns: list[Turn],
+                                    kinds: tuple[str, ...] = ("all", "they")) -> list[_Found]:
+    """"Summarize them" after "Which paper does X?" "And the one on Y?": a plural pronoun (of
+    `kinds`) after answers that cited one paper each points at those papers, in the order shown,
+    not at the last one alone ("it" and references to a list are left as they are)."""
     run: list[str] = []
     for t in turns:  # most recent first
         if t.refused or len(t.paper_ids) != 1:
@@ -598,7 +599,7 @@ def _plural_after_one_paper_answers(refs: list[_Found], turns: list[Turn]) -> li
         run.extend(p for p in t.paper_ids if p not in run)
     if len(run) < 2:
         return refs
-    return [replace(f, ids=run[::-1]) if f.kind in ("all", "they") else f for f in refs]
+    return [replace(f, ids=run[::-1]) if f.kind in kinds else f for f in refs]
 
 
 def _pointing(message: str, refs: list[_Found], seen: Optional[str], history: list[Turn]) -> list[_Found]:
@@ -879,6 +880,10 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     refs = find_references(message, history, describe)
     if intent == "question" and refs and all(f.kind in PRONOUNS or only_a_noun(message, f) for f in refs):
         refs = _pointing(message, refs, read_focus(plain(message)), history)
+    if intent == "question":
+        # "put these side by side: problem, method" after two answers of one paper each: "these"
+        # ("them", "those") is both; "they" stays the last paper's authors or the paper itself
+        refs = _plural_after_one_paper_answers(refs, shown_lists(history), kinds=("all",))
     seen, unconfirmed = None, ""
     if intent in ("summary", "table"):
         intent, refs, seen, unconfirmed = _pointing_back(message, intent, refs, history, read_focus)
