@@ -177,10 +177,10 @@ class Settings(BaseSettings):
     embed_base_url: Optional[str] = None
     embed_api_key: Optional[str] = None
     embed_batch_size: int = 8  # small length-sorted batches: fastest and leanest on CPU (benchmarks/ingest.py)
+    embed_threads: int = 0  # 0: onnxruntime decides (all cores)
     ingest_batch_papers: int = Field(
         64, ge=1, description="Papers written to the store at a time while ingesting: how often "
         "progress is reported, and what an interrupted ingest loses at most (it resumes from there).")
-    embed_threads: int = 0  # 0: onnxruntime decides (all cores)
 
     sentence_vectors: Literal["ingest", "on_use", "memory"] = Field(
         "on_use", description="When the vectors of each paper's title and sentences (what "
