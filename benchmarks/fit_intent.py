@@ -1,7 +1,8 @@
 """Fit the intent model (answer/intent.py) and measure it against the phrase rules.
 
     .venv/bin/python benchmarks/fit_intent.py [--question-sets] [--round-sets] [--test-round]
-        [--balanced] [--train-more FILE…] [--test-more FILE…] [--write]
+        [--balanced] [--train-more FILE…] [--test-more FILE…] [--confidence P] [--changes]
+        [--write [--out PATH]]
 
 Training messages: benchmarks/intent/train.jsonl; test messages: benchmarks/intent/test.jsonl.
 Each set was written by its own session that saw no code, no other set and not the other
@@ -178,7 +179,7 @@ def every_turn() -> list[tuple[str, str, int, str]]:
 
 def print_changes(model: IntentModel, confidence: float) -> None:
     """Every question-set message whose shipped reading (rules, then the shipped model) the new
-    model (rules, then it at `confidence`) changes, with the item's kind for judging it."""
+    model (rules, then it at `confidence`) changes, with its set, item id and turn number."""
     shipped = IntentModel.load(MODEL_PATH)
     turns = every_turn()
     messages = [plain(m) for _, _, _, m in turns]
