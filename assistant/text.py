@@ -102,6 +102,12 @@ def words_of(text: str) -> set[str]:
     return set(TERM_RE.findall(normalise(text)))
 
 
+def tokens(text: str) -> list[str]:
+    """Every word of `text` in order, lower-cased, hyphenated and "what's" kept whole: the
+    words the intent model's n-gram features count (answer/intent.py, benchmarks/fit_intent.py)."""
+    return TERM_RE.findall(normalise(text))
+
+
 def term_in(term: str, text_stems: set[str], text_norm: str,
             words: set[str] | None = None) -> bool:
     """A query term matches a text by stem, as a whole hyphenated name, by all its parts,

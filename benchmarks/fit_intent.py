@@ -1,8 +1,8 @@
 """Fit the intent model (answer/intent.py) and measure it against the phrase rules.
 
-    .venv/bin/python benchmarks/fit_intent.py [--question-sets] [--round-sets] [--test-round]
-        [--balanced] [--train-more FILE…] [--test-more FILE…] [--confidence P] [--changes]
-        [--write [--out PATH]]
+    .venv/bin/python benchmarks/fit_intent.py [--question-sets] [--round-sets] [--earlier-turns]
+        [--test-round] [--balanced] [--words W] [--train-more FILE…] [--test-more FILE…]
+        [--confidence P | --bar-on-held-out] [--held-out] [--changes] [--write [--out PATH]]
 
 Training messages: benchmarks/intent/train.jsonl; test messages: benchmarks/intent/test.jsonl.
 Each set was written by its own session that saw no code, no other set and not the other
@@ -12,6 +12,12 @@ their default (question), are chosen by 5-fold cross-validation on the training 
 Scored on the test messages: the rules alone, the model alone, the model where it is confident
 (else the rules), and the shipped way, the rules where they name an intent and the model where
 they do not ("fired"; Settings.intent = rules_then_model).
+
+--words W adds the TF-IDF of the message's words and word pairs (weighted W beside the vector;
+answer/intent.py WordFeatures). --held-out scores the shipped model and the new one on every turn
+of the question sets nothing is fitted on (HELD_OUT: most of them one-paper questions, whose
+misreading costs most); --bar-on-held-out takes as the bar the lowest at which the new model reads
+those turns no worse than the shipped one.
 """
 from __future__ import annotations
 
@@ -28,9 +34,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from assistant.answer.intent import MODEL_PATH, IntentModel, message_vectors  # noqa: E402
+from assistant.answer.intent import MODEL_PATH, IntentModel, WordFeatures, message_vectors  # noqa: E402
 from assistant.answer.query import detect_intent, plain, rules_then_model  # noqa: E402
 from assistant.config import Settings  # noqa: E402
+from assistant.text import tokens  # noqa: E402
 
 SETS = ROOT / "benchmarks" / "intent"
 OVERRULE = Settings().intent_overrule
@@ -106,17 +113,72 @@ def last_turns(names: list[str]) -> tuple[list[str], list[str]]:
     return msgs, intents
 
 
+def earlier_turns(names: list[str]) -> tuple[list[str], list[str]]:
+    """Every turn but the last of each conversation of `names`: each asks for one paper (the
+    first of "those two", a follow-up's first question, a topic before a switch), so a
+    question. Without them the model reads "and the one about X?" as a comparison, from the
+    comparisons that end such conversations."""
+    msgs = []
+    for name in names:
+        path = ROOT / name
+        if not path.exists():
+            continue
+        for line in path.read_text().splitlines():
+            item = json.loads(line) if line.strip() else None
+            if item and item.get("kind") in LAST_TURN_INTENT:
+                msgs += [t for t in (item.get("turns") or [])[:-1] if isinstance(t, str)]
+    return msgs, ["question"] * len(msgs)
+
+
+def held_out_turns() -> tuple[list[str], list[str]]:
+    """Every turn of the question sets nothing is fitted on (neither LABELLED_SETS nor
+    ROUND_SETS) whose kind says its intent: the last turn by its kind, the earlier ones
+    questions (`earlier_turns`)."""
+    used = {ROOT / n for n in LABELLED_SETS + ROUND_SETS}
+    msgs, intents = [], []
+    for path in sorted((ROOT / "benchmarks" / "questions").glob("*.jsonl")) + sorted((ROOT / "tests" / "data").glob("*.jsonl")):
+        if path in used:
+            continue
+        for line in path.read_text().splitlines():
+            item = json.loads(line) if line.strip() else None
+            if not isinstance(item, dict) or item.get("kind") not in LAST_TURN_INTENT:
+                continue
+            turns = item.get("turns") or [item.get("query") or item.get("question")]
+            if not all(isinstance(t, str) for t in turns):
+                continue
+            last = "summary" if "summaries" in path.name else LAST_TURN_INTENT[item["kind"]]
+            msgs += turns
+            intents += ["question"] * (len(turns) - 1) + [last]
+    return msgs, intents
+
+
 CLASS_WEIGHT: Optional[str] = None  # "balanced" with --balanced: each intent weighs the same in the fit
+WORDS = 0.0  # --words: the weight of the word features (0: the vector alone)
 
 
-def fit(X: np.ndarray, y: list[str], C: float) -> IntentModel:
+def fit(X: np.ndarray, y: list[str], C: float, messages: Optional[list[str]] = None) -> IntentModel:
+    """The model fitted on vectors `X` (and, with WORDS, the `messages`' word features, their
+    vocabulary and idf taken from these messages only)."""
     from sklearn.linear_model import LogisticRegression
 
-    m = LogisticRegression(C=C, max_iter=2000, class_weight=CLASS_WEIGHT).fit(X, y)
+    words = word_features(messages) if WORDS and messages is not None else None
+    rows = np.hstack([X, words.of(messages)]) if words is not None else X
+    m = LogisticRegression(C=C, max_iter=3000, class_weight=CLASS_WEIGHT).fit(rows, y)
     coef, intercept = m.coef_, m.intercept_
     if len(m.classes_) == 2:  # sklearn keeps one row, P(second) = σ(z); a softmax over ±z/2 is the same
         coef, intercept = np.vstack([-coef / 2, coef / 2]), np.concatenate([-intercept / 2, intercept / 2])
-    return IntentModel(list(m.classes_), coef, intercept, {})
+    # four decimals keep the shipped file small (9,000 word features); every score below is of this model
+    return IntentModel(list(m.classes_), np.round(coef, 4), np.round(intercept, 4), {}, words)
+
+
+def word_features(messages: list[str]) -> WordFeatures:
+    """The vocabulary (words and word pairs in at least two messages) and idf of `messages`,
+    as scikit-learn computes them; WordFeatures.of reproduces its transform."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    tf = TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True, tokenizer=tokens,
+                         token_pattern=None, lowercase=False).fit(messages)
+    return WordFeatures({g: int(i) for g, i in tf.vocabulary_.items()}, np.round(tf.idf_, 4), WORDS)
 
 
 def combined(model_labels: list[str], model_p: list[float], rules: list[str], confidence: float) -> list[str]:
@@ -132,8 +194,8 @@ def fired(model_labels: list[str], model_p: list[float], rules: list[str], confi
             for m, p, r, msg in zip(model_labels, model_p, rules, messages)]
 
 
-def read(model: IntentModel, X: np.ndarray) -> tuple[list[str], list[float]]:
-    p = model.proba(X)
+def read(model: IntentModel, X: np.ndarray, messages: Optional[list[str]] = None) -> tuple[list[str], list[float]]:
+    p = model.proba(X, messages)
     return [model.labels[i] for i in p.argmax(axis=1)], p.max(axis=1).tolist()
 
 
@@ -141,20 +203,30 @@ def accuracy(pred: list[str], gold: list[str]) -> float:
     return sum(a == b for a, b in zip(pred, gold)) / max(len(gold), 1)
 
 
-def cross_validated(X: np.ndarray, y: list[str], folds: int = 5):
-    """Out-of-fold readings for each C: (labels, probabilities)."""
+def cross_validated(X: np.ndarray, y: list[str], messages: Optional[list[str]] = None, folds: int = 5):
+    """Out-of-fold readings for each C: (labels, probabilities); `messages` for word features."""
     from sklearn.model_selection import StratifiedKFold
 
     out = {}
     for C in C_GRID:
         labels, probs = [""] * len(y), [0.0] * len(y)
         for train, test in StratifiedKFold(folds, shuffle=True, random_state=0).split(X, y):
-            model = fit(X[train], [y[i] for i in train], C)
-            lab, p = read(model, X[test])
+            fold_messages = ([messages[i] for i in train], [messages[i] for i in test]) if messages else (None, None)
+            model = fit(X[train], [y[i] for i in train], C, fold_messages[0])
+            lab, p = read(model, X[test], fold_messages[1])
             for i, a, b in zip(test, lab, p):
                 labels[i], probs[i] = a, b
         out[C] = (labels, probs)
     return out
+
+
+def one_standard_error(cv: dict, y: list[str]) -> float:
+    """The strongest regularisation (smallest C) whose cross-validated accuracy is within one
+    standard error of the best one's: sharper fits gain nothing measurable and read messages
+    unlike the training ones with more confidence than they have."""
+    best = max(accuracy(cv[c][0], y) for c in C_GRID)
+    se = (best * (1 - best) / len(y)) ** 0.5
+    return min(c for c in C_GRID if accuracy(cv[c][0], y) >= best - se)
 
 
 def confusion(pred: list[str], gold: list[str]) -> str:
@@ -184,8 +256,8 @@ def print_changes(model: IntentModel, confidence: float) -> None:
     turns = every_turn()
     messages = [plain(m) for _, _, _, m in turns]
     X = message_vectors(messages)
-    old_l, old_p = read(shipped, X)
-    new_l, new_p = read(model, X)
+    old_l, old_p = read(shipped, X, messages)
+    new_l, new_p = read(model, X, messages)
     ship_conf = shipped.provenance.get("confidence", 0.0)
     changed = 0
     for (name, item, n, _), msg, ol, op, nl, np_ in zip(turns, messages, old_l, old_p, new_l, new_p):
@@ -198,6 +270,28 @@ def print_changes(model: IntentModel, confidence: float) -> None:
     print(f"{changed} of {len(turns)} messages change their reading")
 
 
+def held_out(model: IntentModel, bar: float, choose: bool) -> float:
+    """Print how the shipped model and `model` (at `bar`) read the held-out turns; with
+    `choose`, the lowest bar of CONFIDENCE_GRID at which `model` reads them no worse, and return it."""
+    msgs, gold = held_out_turns()
+    msgs = [plain(m) for m in msgs]
+    X = message_vectors(msgs)
+    shipped = IntentModel.load(MODEL_PATH)
+    rules = [detect_intent(m) for m in msgs]
+
+    def right(m: IntentModel, at: float) -> int:
+        labels, probs = read(m, X, msgs)
+        return sum(rules_then_model(msg, r, lab, p, at, OVERRULE) == g
+                   for msg, r, lab, p, g in zip(msgs, rules, labels, probs, gold))
+
+    before = right(shipped, shipped.provenance.get("confidence", 0.0))
+    if choose:
+        bar = next((t for t in CONFIDENCE_GRID if right(model, t) >= before), CONFIDENCE_GRID[-1])
+    print(f"held-out turns ({len(gold)}, {dict(Counter(gold))}): shipped model {before} right, "
+          f"new model at {bar} {right(model, bar)}")
+    return bar
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--write", action="store_true", help=f"write the fitted model to {MODEL_PATH}")
@@ -207,7 +301,16 @@ def main() -> int:
                     help="also fit on the last turns of the later rounds' sets (ROUND_SETS)")
     ap.add_argument("--test-round", action="store_true",
                     help="also score the last turns of the newest round (HELD_OUT_ROUND)")
+    ap.add_argument("--earlier-turns", action="store_true",
+                    help="also fit on the earlier turns of the later rounds' conversations, as questions")
     ap.add_argument("--balanced", action="store_true", help="weigh each intent the same in the fit")
+    ap.add_argument("--words", type=float, default=0.0,
+                    help="weight of the word and word-pair TF-IDF features beside the vector (0: none)")
+    ap.add_argument("--C", type=float, default=None, help="the regularisation (default: chosen by cross-validation)")
+    ap.add_argument("--held-out", action="store_true",
+                    help="score the shipped and the new model on every turn of the question sets not fitted on")
+    ap.add_argument("--bar-on-held-out", action="store_true",
+                    help="the bar: the lowest at which the new model reads the held-out turns no worse than the shipped one")
     ap.add_argument("--train-more", nargs="*", default=[], type=Path,
                     help="more labelled messages to fit on (JSON Lines like train.jsonl)")
     ap.add_argument("--test-more", nargs="*", default=[], type=Path,
@@ -218,8 +321,9 @@ def main() -> int:
                     help="the model's bar where the rules say question (default: chosen by cross-validation)")
     ap.add_argument("--out", type=Path, default=MODEL_PATH, help="where --write writes the model")
     args = ap.parse_args()
-    global CLASS_WEIGHT
+    global CLASS_WEIGHT, WORDS
     CLASS_WEIGHT = "balanced" if args.balanced else None
+    WORDS = args.words
     train_msgs, train_y = load(SETS / "train.jsonl")
     if args.question_sets:
         more, more_y = question_sets()
@@ -229,6 +333,10 @@ def main() -> int:
         more, more_y = last_turns(ROUND_SETS)
         train_msgs, train_y = train_msgs + more, train_y + more_y
         print(f"+ {len(more)} last turns of the later rounds: {dict(Counter(more_y))}")
+    if args.earlier_turns:
+        more, more_y = earlier_turns(ROUND_SETS)
+        train_msgs, train_y = train_msgs + more, train_y + more_y
+        print(f"+ {len(more)} earlier turns of the later rounds, as questions")
     for path in args.train_more:
         more, more_y = load(path)
         train_msgs, train_y = train_msgs + more, train_y + more_y
@@ -244,19 +352,21 @@ def main() -> int:
     X, X_test = message_vectors(train_msgs), message_vectors(test_msgs)
     print(f"embedded {len(train_msgs)} + {len(test_msgs)} messages in {time.perf_counter() - t0:.1f} s")
     rules_train = [detect_intent(m) for m in train_msgs]
-    cv = cross_validated(X, train_y)
-    C = max(C_GRID, key=lambda c: (accuracy(cv[c][0], train_y), -c))
+    cv = cross_validated(X, train_y, train_msgs)
+    C = args.C or one_standard_error(cv, train_y)
     labels, probs = cv[C]
     confidence = max(CONFIDENCE_GRID, key=lambda t: (accuracy(combined(labels, probs, rules_train, t), train_y), t))
     fired_at = max([0.0] + CONFIDENCE_GRID, key=lambda t: (accuracy(fired(labels, probs, rules_train, t, train_msgs), train_y), -t))
     if args.confidence is not None:
         fired_at = args.confidence
+    model = fit(X, train_y, C, train_msgs)
+    if args.held_out or args.bar_on_held_out:
+        fired_at = held_out(model, fired_at, args.bar_on_held_out)
     print(f"cross-validated on training: rules {accuracy(rules_train, train_y):.3f}, model {accuracy(labels, train_y):.3f} "
           f"(C={C}), confident {accuracy(combined(labels, probs, rules_train, confidence), train_y):.3f} "
           f"(model where p >= {confidence}), fired {accuracy(fired(labels, probs, rules_train, fired_at, train_msgs), train_y):.3f} "
           f"(model where the rules say question and p >= {fired_at})")
-    model = fit(X, train_y, C)
-    lab, p = read(model, X_test)
+    lab, p = read(model, X_test, test_msgs)
     rules_test = [detect_intent(m) for m in test_msgs]
     both = combined(lab, p, rules_test, confidence)
     rules_fired = fired(lab, p, rules_test, fired_at, test_msgs)
@@ -268,9 +378,12 @@ def main() -> int:
     if args.write:
         model.provenance = {
             "fitted_by": "benchmarks/fit_intent.py", "date": time.strftime("%Y-%m-%d"),
-            "training_messages": len(train_y), "C": C, "confidence": fired_at,
+            "training_messages": len(train_y), "C": C, "confidence": fired_at, "words": WORDS,
             "confidence_rule": "Settings.intent rules_then_model: the model where the rules say "
-                               "question and its p reaches this (best 5-fold accuracy on training)",
+                               "question and its p reaches this " + (
+                                   "(the lowest at which the held-out question-set turns are read no "
+                                   "worse than by the model before)" if args.bar_on_held_out
+                                   else "(best 5-fold accuracy on training)"),
             "embedding": "all-MiniLM-L6-v2 (packaged ONNX)",
             "test_accuracy": scores, "test_messages": len(test_y),
         }

@@ -45,7 +45,7 @@ def score(path: Path, choose, model, confidence: float, overrule: float) -> None
     asked, t0 = 0, time.perf_counter()
     for row in rows:
         msg = plain(row["message"])
-        p = model.proba(message_vectors([msg]))[0]
+        p = model.proba(message_vectors([msg]), [msg])[0]
         best = int(p.argmax())
         rules = detect_intent(msg)
         shipped = rules_then_model(msg, rules, model.labels[best], float(p[best]), confidence, overrule)

@@ -23,10 +23,37 @@ BY_MEANING = [
 def test_the_shipped_model_reads_five_intents_with_its_provenance():
     model = default_model()
     assert sorted(model.labels) == ["compare", "question", "similar", "summary", "table"]
-    assert model.coef.shape == (5, 384)
+    assert model.words is not None  # the vector, then the words' TF-IDF
+    assert model.coef.shape == (5, 384 + len(model.words.idf))
     assert 0 < model.provenance["confidence"] < 1 and model.provenance["training_messages"] >= 300
-    p = model.proba(np.zeros((1, 384)))
+    p = model.proba(np.zeros((1, 384)), ["more like this"])
     assert p.shape == (1, 5) and p.sum() == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="messages"):
+        model.proba(np.zeros((1, 384)))  # words it cannot see would read every message as wordless
+
+
+def test_word_features_are_scikit_learns_tfidf():
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from assistant.answer.intent import WordFeatures
+    from assistant.text import tokens
+
+    fitted_on = ["papers akin to the KAN paper", "work akin to Top-W", "more like the second one",
+                 "more like this one please", "what's similar to the KAN paper?"]
+    tf = TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True, tokenizer=tokens,
+                         token_pattern=None, lowercase=False).fit(fitted_on)
+    words = WordFeatures({g: int(i) for g, i in tf.vocabulary_.items()}, tf.idf_, 2.0)
+    messages = ["Work akin to the KAN paper, more like it", "nothing known here", "more more like like"]
+    assert np.allclose(words.of(messages), 2.0 * tf.transform(messages).toarray())
+
+
+# Asks for neighbours in words no phrase rule lists: the word features carry it
+@pytest.mark.parametrize("message", ["Show me work akin to the Top-W paper.",
+                                     "anything that resembles the KAN paper?"])
+def test_neighbours_asked_in_other_words_are_read_as_similar(message):
+    assert detect_intent(message) == "question"
+    read, p = read_intent(message)
+    assert read == "similar" and p >= default_model().provenance["confidence"]
 
 
 @pytest.mark.parametrize("message,intent", BY_MEANING)

@@ -316,18 +316,18 @@ def test_a_question_two_read_papers_answer_alike_is_answered_from_the_papers_its
     try:
         planner.reader = lambda: Reader(says, engine.embed, settings.relevance, strict)
         planner.paper_reader = copies(["Top-W", PROMPTING_TRICK])
-        assert planner.plan(DIVERSITY_QUESTION, [], None, None, None).abstain and copied == []  # off by default
+        assert planner.plan(DIVERSITY_QUESTION, [], "question", None, None).abstain and copied == []  # off by default
         planner.policy = settings.relevance.model_copy(update={"read_sides": True})
-        plan = planner.plan(DIVERSITY_QUESTION, [], None, None, None)
+        plan = planner.plan(DIVERSITY_QUESTION, [], "question", None, None)
         assert copied == [DIVERSITY_QUESTION] and not plan.abstain
         assert sorted(s.paper.authors[0] for s in plan.sources) == ["Arash Gholamidavoodi", "Jiayi Zhang"]
         # both copies find Top-W: one paper, so the reading's refusal stands
         planner.paper_reader = copies(["Top-W", "Top-W a geometry-aware truncation rule"])
-        assert planner.plan(DIVERSITY_QUESTION, [], None, None, None).abstain
+        assert planner.plan(DIVERSITY_QUESTION, [], "question", None, None).abstain
         # a paper read "no" is not one a copy may find (Top-W, read 0.6 alone, is still refused)
         says.yes = {t: (0.6 if "Top-W" in t else 0.02) for t in says.yes}
         planner.paper_reader = copies(["Top-W", PROMPTING_TRICK])
-        assert planner.plan(DIVERSITY_QUESTION, [], None, None, None).abstain
+        assert planner.plan(DIVERSITY_QUESTION, [], "question", None, None).abstain
         # a question for one paper asks for no copy
         copied.clear()
         assert planner.plan("Which paper makes generations more varied?", [], None, None, None).abstain

@@ -129,6 +129,15 @@ def test_more_like_a_named_paper(pa):
     assert_lists_neighbours_of(pa, answer, answer.citations[0].paper_id)
 
 
+@pytest.mark.parametrize("message", ["Show me work akin to the Top-W paper.",
+                                     "papers related to Top-W?"])
+def test_neighbours_asked_in_words_no_phrase_lists_of_a_named_paper(pa, message):
+    # the intent model reads the request; the paper is the one the message names as its own
+    answer = pa.ask(message)
+    assert answer.citations and answer.citations[0].title.startswith("Top-W")
+    assert_lists_neighbours_of(pa, answer, answer.citations[0].paper_id)
+
+
 @pytest.mark.parametrize("message", ["more like this", "anything else like that?",
                                      "more like quantum teleportation"])
 def test_no_paper_to_be_similar_to_asks_which_and_cites_nothing(pa, message):

@@ -1,10 +1,13 @@
 """What a message asks for, read by meaning: question, summary, compare, similar or table.
 
-A multinomial logistic regression over the message's all-MiniLM-L6-v2 vector, fitted on
-labelled messages by benchmarks/fit_intent.py and shipped as assistant/data/intent_model.json.
-It reads what the phrase rules of query.py cannot list ("what do we know about X here?" asks
-for a summary; "which paper proves a similarity bound?" is a question). The packaged MiniLM is
-used whatever embedding backend the store has: the model was fitted on its vectors.
+A multinomial logistic regression over the message's all-MiniLM-L6-v2 vector and the TF-IDF of
+its words and word pairs, fitted on labelled messages by benchmarks/fit_intent.py and shipped as
+assistant/data/intent_model.json. It reads what the phrase rules of query.py cannot list ("what
+do we know about X here?" asks for a summary; "which paper proves a similarity bound?" is a
+question). The words are there because a sentence vector is mostly the message's topic: "work
+akin to the Mazur growth number conjecture paper" sits near that paper's questions, and the
+fitted weight of "akin" is what says it asks for neighbours. The packaged MiniLM is used
+whatever embedding backend the store has: the model was fitted on its vectors.
 
 How its reading and the phrase rules combine is Settings.intent: "rules" (query.detect_intent
 alone), "model" (this model alone) or "rules_then_model" (the default: the rules where they name
@@ -27,6 +30,7 @@ import numpy as np
 
 from ..config import DATA_DIR
 from ..embed import OnnxMiniLMEmbedding
+from ..text import tokens
 from ..types import Intent
 
 MODEL_PATH = DATA_DIR / "intent_model.json"
@@ -39,25 +43,75 @@ FOCUS_MODEL_PATH = DATA_DIR / "focus_model.json"
 
 
 @dataclass
+class WordFeatures:
+    """The TF-IDF of a message's words and word pairs over a fitted vocabulary, as
+    scikit-learn's TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, tokenizer=text.tokens)
+    computes it (1 + log count, times the word's idf, the row scaled to unit length), times
+    `weight` (how much the words count beside the 384 vector dimensions)."""
+
+    vocabulary: dict[str, int]
+    idf: np.ndarray
+    weight: float
+
+    @classmethod
+    def from_json(cls, raw: dict) -> "WordFeatures":
+        return cls(raw["vocabulary"], np.array(raw["idf"]), raw["weight"])
+
+    def to_json(self) -> dict:
+        return {"vocabulary": self.vocabulary, "idf": self.idf.tolist(), "weight": self.weight}
+
+    def of(self, messages: list[str]) -> np.ndarray:
+        out = np.zeros((len(messages), len(self.idf)))
+        for row, message in enumerate(messages):
+            words = tokens(message)
+            counts: dict[int, int] = {}
+            for gram in words + [f"{a} {b}" for a, b in zip(words, words[1:])]:
+                if gram in self.vocabulary:
+                    counts[self.vocabulary[gram]] = counts.get(self.vocabulary[gram], 0) + 1
+            for column, n in counts.items():
+                out[row, column] = (1.0 + np.log(n)) * self.idf[column]
+            norm = np.linalg.norm(out[row])
+            if norm > 0:
+                out[row] /= norm
+        return self.weight * out
+
+
+@dataclass
 class IntentModel:
-    """softmax(coef @ vector + intercept) over `labels`."""
+    """softmax(coef @ features + intercept) over `labels`; the features are the message's
+    MiniLM vector, followed by its `words` features when the model has them."""
 
     labels: list[str]
-    coef: np.ndarray  # (labels, 384)
+    coef: np.ndarray  # (labels, 384 [+ vocabulary])
     intercept: np.ndarray  # (labels,)
     provenance: dict
+    words: Optional[WordFeatures] = None
 
     @classmethod
     def load(cls, path: Path = MODEL_PATH) -> "IntentModel":
         raw = json.loads(Path(path).read_text())
-        return cls(raw["labels"], np.array(raw["coef"]), np.array(raw["intercept"]), raw.get("provenance", {}))
+        words = WordFeatures.from_json(raw["words"]) if raw.get("words") else None
+        return cls(raw["labels"], np.array(raw["coef"]), np.array(raw["intercept"]),
+                   raw.get("provenance", {}), words)
 
     def to_json(self) -> dict:
-        return {"labels": self.labels, "coef": self.coef.tolist(), "intercept": self.intercept.tolist(),
-                "provenance": self.provenance}
+        out = {"labels": self.labels, "coef": self.coef.tolist(), "intercept": self.intercept.tolist(),
+               "provenance": self.provenance}
+        if self.words is not None:
+            out["words"] = self.words.to_json()
+        return out
 
-    def proba(self, vectors: np.ndarray) -> np.ndarray:
-        z = vectors @ self.coef.T + self.intercept
+    def features(self, vectors: np.ndarray, messages: Optional[list[str]] = None) -> np.ndarray:
+        """The rows the model reads: each message's vector, then its word features (the
+        messages are needed exactly when the model has word features)."""
+        if self.words is None:
+            return vectors
+        if messages is None or len(messages) != len(vectors):
+            raise ValueError("this intent model reads the messages' words too: pass the messages")
+        return np.hstack([vectors, self.words.of(messages)])
+
+    def proba(self, vectors: np.ndarray, messages: Optional[list[str]] = None) -> np.ndarray:
+        z = self.features(vectors, messages) @ self.coef.T + self.intercept
         z -= z.max(axis=1, keepdims=True)
         e = np.exp(z)
         return e / e.sum(axis=1, keepdims=True)
@@ -93,17 +147,17 @@ def message_vectors(messages: list[str], embedder: object = None) -> np.ndarray:
 def read_intent(message: str, model: Optional[IntentModel] = None,
                 embedder: object = None) -> tuple[Intent, float]:
     """The intent the model reads in `message`, with its probability."""
-    return best(model or default_model(), message_vectors([message], embedder)[0])  # type: ignore[return-value]
+    return best(model or default_model(), message_vectors([message], embedder)[0], message)  # type: ignore[return-value]
 
 
 def read_asks(message: str, embedder: object = None) -> tuple[str, float]:
     """What the model reads a follow-up as asking about its paper, with its probability."""
-    return best(asks_model(), message_vectors([message], embedder)[0])
+    return best(asks_model(), message_vectors([message], embedder)[0], message)
 
 
-def best(model: IntentModel, vector: np.ndarray) -> tuple[str, float]:
-    """The label `model` reads in one message's vector, with its probability (the planner embeds
-    a message once for both models)."""
-    p = model.proba(vector[None, :])[0]
+def best(model: IntentModel, vector: np.ndarray, message: str = "") -> tuple[str, float]:
+    """The label `model` reads in one message (its vector, and the message itself for a model
+    with word features), with its probability (the planner embeds a message once for every model)."""
+    p = model.proba(vector[None, :], [message])[0]
     top = int(np.argmax(p))
     return model.labels[top], float(p[top])

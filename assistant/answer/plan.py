@@ -112,7 +112,7 @@ class Planner:
             return None
         if self.settings.intent == "rules_then_model" and rules_decide(message, rules):
             return None  # the rules named an intent
-        intent, p = best(intent_model(), self._message_vector(message))
+        intent, p = best(intent_model(), self._message_vector(message), message)
         if self.settings.intent == "model":
             return intent
         confidence = self.settings.intent_confidence
@@ -125,7 +125,7 @@ class Planner:
         model is sure enough (its fitted confidence) and Settings.intent lets models read."""
         if self.settings.intent == "rules":
             return None
-        asked, p = best(asks_model(), self._message_vector(message))
+        asked, p = best(asks_model(), self._message_vector(message), message)
         return asked if p >= asks_model().provenance.get("confidence", 0.0) else None
 
     def _message_vector(self, message: str) -> np.ndarray:
@@ -323,7 +323,7 @@ class Planner:
             at = focus_model().provenance.get("threshold", 1.0)
         if self.settings.intent == "rules":
             return None, at
-        label, p = best(focus_model(), self._message_vector(message))
+        label, p = best(focus_model(), self._message_vector(message), message)
         return (p if label == "focus" else 1 - p), at
 
     def _chosen(self, question: str, judged: list[Judged], singular: bool, plural: bool,
@@ -553,6 +553,13 @@ class Planner:
             found = self._sides(q.side_sentences, focus, filters, shown)
             if len(found[0]) > len(papers):
                 papers, missing, retrieved = found
+        if len(papers) < 2 and not focus:
+            # a comparison asked as a question ("Would MCE make DualGraph's hand-built memory
+            # unnecessary?"), whose sides no phrase marks: the papers it names, or whose authors
+            # it names, as a question's are (`_referred`), when they are two or more
+            found = self._referred(q, self._judged(q.topic, filters, self.policy.candidates)[1], filters)
+            if len(found) >= 2:
+                papers, missing, retrieved = found, [], papers_first(found, retrieved)
         if ((len(papers) < 2 or missing) and len(focus) < 2 and not q.compared_against
                 and self.side_reader is not None):
             # the phrase reading found fewer than two papers, or a side that names none: the
@@ -840,7 +847,10 @@ class Planner:
                         filters) -> tuple[Optional[Paper], str]:
         """(the one paper a "more like …" means, or None; the name it gave that found nothing).
         An explicit id, else the reference ("the second one", "it"), else a name ("Top-W"),
-        else the last answer's paper when it showed exactly one ("more like this")."""
+        else the last answer's paper when it showed exactly one ("more like this"). A name is
+        what follows the phrase asking for neighbours, or, when the intent model read the
+        request in words no phrase lists ("work akin to the Top-W paper"), a name the message
+        writes that names a paper here as its own (`_found_named`, as a question's names)."""
         by_id = self.store.paper(q.paper_id) if q.paper_id else None
         if by_id is not None:
             return by_id, ""
@@ -854,6 +864,10 @@ class Planner:
         titled = next((pid for pid, title in papers.titles() if names_title(target, title)), None)
         if titled is not None:
             return papers[titled], ""
+        for name in q.names:
+            named = self._found_named(name, filters, by_initials=False)[1]
+            if named:
+                return named[0].paper, ""
         options, _ = self._side_options(target, filters)
         found = options[0].paper if options else None
         return found, "" if found else target
