@@ -256,7 +256,7 @@ class Settings(BaseSettings):
     intent: Literal["rules", "model", "rules_then_model"] = Field(
         "rules_then_model", description="What a message asks for (question, summary, compare, "
         "similar, table): query.py's phrase rules, the fitted intent model over the message's "
-        "MiniLM vector (answer/intent.py), or the rules where they name an intent and the model "
+        "MiniLM vector and words (answer/intent.py), or the rules where they name an intent and the model "
         "where they do not (their default, question).")
     intent_confidence: Optional[float] = Field(
         None, description="The intent model's probability at which it reads a message the rules "

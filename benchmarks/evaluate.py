@@ -112,6 +112,9 @@ DEFAULT_SETS = {
     # blind round 14: a summary, table or side-by-side of "them" after two one-paper answers,
     # detail follow-ups by "they", summaries whose topic holds a pronoun, absent summaries
     **{f"{c}-round-14": (c, QUESTIONS / f"{c}_round_14.jsonl") for c in ("seed", "arxiv_math", "ml_conf")},
+    # blind round 15 (thirty-sixth session): "more like" in other words, comparisons asked as
+    # questions, summaries and tables asked without those words, absent topics
+    **{f"{c}-round-15": (c, QUESTIONS / f"{c}_round_15.jsonl") for c in ("seed", "arxiv_math", "ml_conf")},
     "scifact-heldout": ("scifact", None),
 }
 # kinds whose every expected paper must be cited (else: any one of them), and kinds where

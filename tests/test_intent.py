@@ -160,7 +160,7 @@ def test_the_focus_model_reads_a_follow_up_apart_from_a_new_request(message, rea
     assert sorted(model.labels) == ["focus", "new"]
     test = model.provenance["test"]
     assert test["new_read_as_focus"] <= 0.02 * test["new"] and test["focus_read"] >= 0.9 * test["focus"]
-    label, p = best(model, message_vectors([message])[0])
+    label, p = best(model, message_vectors([message])[0], message)
     p_focus = p if label == "focus" else 1 - p
     assert (p_focus >= model.provenance["threshold"]) == (reading == "focus")
 

@@ -155,7 +155,7 @@ def read_asks(message: str, embedder: object = None) -> tuple[str, float]:
     return best(asks_model(), message_vectors([message], embedder)[0], message)
 
 
-def best(model: IntentModel, vector: np.ndarray, message: str = "") -> tuple[str, float]:
+def best(model: IntentModel, vector: np.ndarray, message: str) -> tuple[str, float]:
     """The label `model` reads in one message (its vector, and the message itself for a model
     with word features), with its probability (the planner embeds a message once for every model)."""
     p = model.proba(vector[None, :], [message])[0]

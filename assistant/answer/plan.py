@@ -553,7 +553,7 @@ class Planner:
             found = self._sides(q.side_sentences, focus, filters, shown)
             if len(found[0]) > len(papers):
                 papers, missing, retrieved = found
-        if len(papers) < 2 and not focus:
+        if len(papers) < 2 and not focus and q.topic:
             # a comparison asked as a question ("Would MCE make DualGraph's hand-built memory
             # unnecessary?"), whose sides no phrase marks: the papers it names, or whose authors
             # it names, as a question's are (`_referred`), when they are two or more
