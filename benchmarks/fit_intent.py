@@ -96,20 +96,31 @@ LAST_TURN_INTENT = {**KIND_INTENT, "those_two": "compare", "named_compare": "com
                     "followup_count": "question", "topic_switch": "question"}
 
 
-def last_turns(names: list[str]) -> tuple[list[str], list[str]]:
-    """The last turn of each item of `names` whose kind says its intent (a field-summary set's
-    "none" items are summaries of absent fields)."""
-    msgs, intents = [], []
+# Sets written after the shipped model was fitted, to score it blind: kept out of every choice
+# a fit makes (the held-out turns too), so they stay blind and the fit stays reproducible.
+BLIND_AFTER_FIT = [f"benchmarks/questions/{c}_round_15.jsonl" for c in ("seed", "arxiv_math", "ml_conf")]
+
+
+def labelled_items(names: list[str]):
+    """(set name, item) of each item of the sets `names` (those that exist) whose kind says
+    the intent of its last turn."""
     for name in names:
         path = ROOT / name
         if not path.exists():
             continue
         for line in path.read_text().splitlines():
             item = json.loads(line) if line.strip() else None
-            if not item or item.get("kind") not in LAST_TURN_INTENT:
-                continue
-            msgs.append((item.get("turns") or [item.get("query")])[-1])
-            intents.append("summary" if "summaries" in name else LAST_TURN_INTENT[item["kind"]])
+            if item and item.get("kind") in LAST_TURN_INTENT:
+                yield name, item
+
+
+def last_turns(names: list[str]) -> tuple[list[str], list[str]]:
+    """The last turn of each item of `names` whose kind says its intent (a field-summary set's
+    "none" items are summaries of absent fields)."""
+    msgs, intents = [], []
+    for name, item in labelled_items(names):
+        msgs.append((item.get("turns") or [item.get("query")])[-1])
+        intents.append("summary" if "summaries" in name else LAST_TURN_INTENT[item["kind"]])
     return msgs, intents
 
 
@@ -118,15 +129,7 @@ def earlier_turns(names: list[str]) -> tuple[list[str], list[str]]:
     first of "those two", a follow-up's first question, a topic before a switch), so a
     question. Without them the model reads "and the one about X?" as a comparison, from the
     comparisons that end such conversations."""
-    msgs = []
-    for name in names:
-        path = ROOT / name
-        if not path.exists():
-            continue
-        for line in path.read_text().splitlines():
-            item = json.loads(line) if line.strip() else None
-            if item and item.get("kind") in LAST_TURN_INTENT:
-                msgs += [t for t in (item.get("turns") or [])[:-1] if isinstance(t, str)]
+    msgs = [t for _, item in labelled_items(names) for t in (item.get("turns") or [])[:-1] if isinstance(t, str)]
     return msgs, ["question"] * len(msgs)
 
 
@@ -134,7 +137,7 @@ def held_out_turns() -> tuple[list[str], list[str]]:
     """Every turn of the question sets nothing is fitted on (neither LABELLED_SETS nor
     ROUND_SETS) whose kind says its intent: the last turn by its kind, the earlier ones
     questions (`earlier_turns`)."""
-    used = {ROOT / n for n in LABELLED_SETS + ROUND_SETS}
+    used = {ROOT / n for n in LABELLED_SETS + ROUND_SETS + BLIND_AFTER_FIT}
     msgs, intents = [], []
     for path in sorted((ROOT / "benchmarks" / "questions").glob("*.jsonl")) + sorted((ROOT / "tests" / "data").glob("*.jsonl")):
         if path in used:
