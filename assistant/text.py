@@ -98,14 +98,14 @@ def near_form(term: str, words: set[str]) -> bool:
     return False
 
 
-def words_of(text: str) -> set[str]:
-    return set(TERM_RE.findall(normalise(text)))
-
-
 def tokens(text: str) -> list[str]:
-    """Every word of `text` in order, lower-cased, hyphenated and "what's" kept whole: the
-    words the intent model's n-gram features count (answer/intent.py, benchmarks/fit_intent.py)."""
+    """Every word of `text` in order, lower-cased, hyphenated and "what's" kept whole (also the
+    words the intent model's n-gram features count: answer/intent.py, benchmarks/fit_intent.py)."""
     return TERM_RE.findall(normalise(text))
+
+
+def words_of(text: str) -> set[str]:
+    return set(tokens(text))
 
 
 def term_in(term: str, text_stems: set[str], text_norm: str,

@@ -15,7 +15,7 @@ they do not ("fired"; Settings.intent = rules_then_model).
 
 --words W adds the TF-IDF of the message's words and word pairs (weighted W beside the vector;
 answer/intent.py WordFeatures). --held-out scores the shipped model and the new one on every turn
-of the question sets nothing is fitted on (HELD_OUT: most of them one-paper questions, whose
+of the question sets nothing is fitted on (`held_out_turns`: most of them one-paper questions, whose
 misreading costs most); --bar-on-held-out takes as the bar the lowest at which the new model reads
 those turns no worse than the shipped one.
 """
@@ -133,25 +133,28 @@ def earlier_turns(names: list[str]) -> tuple[list[str], list[str]]:
     return msgs, ["question"] * len(msgs)
 
 
+def set_items():
+    """(path, item, its user turns) of every item of every question set (benchmarks/questions/,
+    tests/data/), in file order."""
+    for path in sorted((ROOT / "benchmarks" / "questions").glob("*.jsonl")) + sorted((ROOT / "tests" / "data").glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            item = json.loads(line) if line.strip() else None
+            if isinstance(item, dict) and item:
+                yield path, item, item.get("turns") or [item.get("query") or item.get("question")]
+
+
 def held_out_turns() -> tuple[list[str], list[str]]:
     """Every turn of the question sets nothing is fitted on (neither LABELLED_SETS nor
     ROUND_SETS) whose kind says its intent: the last turn by its kind, the earlier ones
     questions (`earlier_turns`)."""
     used = {ROOT / n for n in LABELLED_SETS + ROUND_SETS + BLIND_AFTER_FIT}
     msgs, intents = [], []
-    for path in sorted((ROOT / "benchmarks" / "questions").glob("*.jsonl")) + sorted((ROOT / "tests" / "data").glob("*.jsonl")):
-        if path in used:
+    for path, item, turns in set_items():
+        if path in used or item.get("kind") not in LAST_TURN_INTENT or not all(isinstance(t, str) for t in turns):
             continue
-        for line in path.read_text().splitlines():
-            item = json.loads(line) if line.strip() else None
-            if not isinstance(item, dict) or item.get("kind") not in LAST_TURN_INTENT:
-                continue
-            turns = item.get("turns") or [item.get("query") or item.get("question")]
-            if not all(isinstance(t, str) for t in turns):
-                continue
-            last = "summary" if "summaries" in path.name else LAST_TURN_INTENT[item["kind"]]
-            msgs += turns
-            intents += ["question"] * (len(turns) - 1) + [last]
+        last = "summary" if "summaries" in path.name else LAST_TURN_INTENT[item["kind"]]
+        msgs += turns
+        intents += ["question"] * (len(turns) - 1) + [last]
     return msgs, intents
 
 
@@ -239,17 +242,8 @@ def confusion(pred: list[str], gold: list[str]) -> str:
 
 def every_turn() -> list[tuple[str, str, int, str]]:
     """(set, item id, turn number, message) of every user turn of every question set."""
-    out = []
-    for path in sorted((ROOT / "benchmarks" / "questions").glob("*.jsonl")) + sorted((ROOT / "tests" / "data").glob("*.jsonl")):
-        for line in path.read_text().splitlines():
-            item = json.loads(line) if line.strip() else None
-            if not item or not isinstance(item, dict):
-                continue
-            turns = item.get("turns") or [item.get("query") or item.get("question")]
-            for n, turn in enumerate(turns, 1):
-                if isinstance(turn, str) and turn:
-                    out.append((path.stem, str(item.get("id", "")), n, turn))
-    return out
+    return [(path.stem, str(item.get("id", "")), n, turn) for path, item, turns in set_items()
+            for n, turn in enumerate(turns, 1) if isinstance(turn, str) and turn]
 
 
 def print_changes(model: IntentModel, confidence: float) -> None:
@@ -282,16 +276,16 @@ def held_out(model: IntentModel, bar: float, choose: bool) -> float:
     shipped = IntentModel.load(MODEL_PATH)
     rules = [detect_intent(m) for m in msgs]
 
-    def right(m: IntentModel, at: float) -> int:
-        labels, probs = read(m, X, msgs)
+    def right(reading: tuple[list[str], list[float]], at: float) -> int:
         return sum(rules_then_model(msg, r, lab, p, at, OVERRULE) == g
-                   for msg, r, lab, p, g in zip(msgs, rules, labels, probs, gold))
+                   for msg, r, lab, p, g in zip(msgs, rules, *reading, gold))
 
-    before = right(shipped, shipped.provenance.get("confidence", 0.0))
+    new = read(model, X, msgs)
+    before = right(read(shipped, X, msgs), shipped.provenance.get("confidence", 0.0))
     if choose:
-        bar = next((t for t in CONFIDENCE_GRID if right(model, t) >= before), CONFIDENCE_GRID[-1])
+        bar = next((t for t in CONFIDENCE_GRID if right(new, t) >= before), CONFIDENCE_GRID[-1])
     print(f"held-out turns ({len(gold)}, {dict(Counter(gold))}): shipped model {before} right, "
-          f"new model at {bar} {right(model, bar)}")
+          f"new model at {bar} {right(new, bar)}")
     return bar
 
 
