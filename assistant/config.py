@@ -116,6 +116,11 @@ class RelevancePolicy(BaseModel):
                        "the shipped reading model is fitted with as many (benchmarks/calibrate_reading.py).")
     reading_sentences: int = Field(
         3, description="Sentences of a candidate's abstract the model reads: those closest to the question.")
+    may_answer_share: float = Field(
+        0.6, description="A refusal says a paper the model read may answer the question when the "
+                         "combined judgement gives it at least this share of the probability it needs "
+                         "to be cited; a paper read yes below it is said to be unlikely to answer "
+                         "(the small model says yes to most papers near the topic).")
     reading_sure: Optional[float] = Field(
         0.9, description="Gate probability at which a question's best candidate is cited unread "
                          "(a paper by an author the question names has 1.0). Below it the model "

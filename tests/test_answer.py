@@ -22,7 +22,7 @@ from assistant.answer.plan import assign_sides
 from assistant.answer.relevance import Judged
 from assistant.answer.evidence import Source
 from assistant.text import split_sentences
-from assistant.answer.ground import Grounder, parse_markers, renumber, split_answer
+from assistant.answer.ground import Grounder, fix_spacing, parse_markers, renumber, split_answer
 from assistant.embed import make_embedder
 from conftest import answered_by, make_settings, talk, write_jsonl
 
@@ -119,6 +119,10 @@ def test_a_marker_standing_for_a_paper_stays_where_it_was_written(pa):
     moved = grounder.check("Top-W is a geometry-aware truncation rule that uses Wasserstein "
                            "distance [1].", sources)
     assert moved.text.endswith("Wasserstein distance [1].")  # an ordinary marker: unchanged
+    apposed = grounder.check("The paper [1] proposes a geometry-aware truncation rule that uses "
+                             "Wasserstein distance.", sources)
+    assert apposed.text.startswith("The paper [1] proposes")  # "The paper proposes" would not say which
+    assert fix_spacing("Proteus  reaches 2 bits .  [1]") == "Proteus reaches 2 bits [1]."
     wrong = grounder.check("The authors of [2] propose a geometry-aware truncation rule that "
                            "uses Wasserstein distance.", sources)  # that is paper 1's claim
     assert wrong.text == "" and wrong.dropped[0][1] == "marker as a word"
@@ -613,6 +617,38 @@ def test_an_author_count_is_a_number_and_says_when_the_list_is_cut(pa):
     assert "at least 10 authors" in answer.answer and "et al." in answer.answer
     answer = talk(pa, "Which paper is about Kolmogorov-Arnold Networks?", "number of authors?")
     assert f"That is {len(answer.citations[0].authors)} authors." in answer.answer
+
+
+def test_when_a_paper_appeared_is_answered_from_its_record(pa):
+    # the seed listing carries no year or venue: the answer says so of the paper in focus,
+    # as a follow-up and as the second part of a question, and cites no other paper
+    answer = talk(pa, "Which paper proposes a dataset for relighting portraits?", "When was it published?")
+    assert first_authors(answer) == ["Jue Gong"]
+    assert "gives no year or venue [1]" in answer.answer
+    answer = pa.ask("Which paper proposes a dataset for relighting portraits, and what year is it from?")
+    assert first_authors(answer) == ["Jue Gong"] and "gives no year or venue" in answer.answer
+
+
+@pytest.mark.parametrize("first,follow_up,shown,nearest", [
+    ("Which paper is about federated causal inference?", "Is there anything else on federated learning?",
+     "Rémi Khellaf", "zhixuan ma"),
+    ("What is Top-W?", "Any other papers on sampling from language models?", "Arash Gholamidavoodi", "Jiayi Zhang"),
+])
+def test_anything_else_leaves_out_the_papers_shown(pa, first, follow_up, shown, nearest):
+    answer = talk(pa, first, follow_up)
+    assert shown not in first_authors(answer) and shown not in [pa.store.paper(i).authors[0] for i in answer.presented]
+    # the gate alone is not sure of the other paper: nothing *else* was found, the other offered first
+    assert answer.abstained and answer.answer.startswith("I found nothing else in this collection")
+    assert pa.store.paper(answer.presented[0]).authors[0] == nearest
+
+
+def test_a_record_with_a_year_or_venue_states_them():
+    from assistant.answer.compose import date_answer
+
+    paper = Paper(paper_id="a", title="Top-W: geometry-aware truncation rule", abstract="Top-W truncates.")
+    dated = [Source(1, paper.model_copy(update={"year": 2025, "venue": "ICLR"}), []),
+             Source(2, paper.model_copy(update={"paper_id": "b", "year": 2024}), [])]
+    assert date_answer(dated) == "*Top-W* appeared in ICLR in 2025 [1]. *Top-W* is from 2024 [2]."
 
 
 def test_a_detail_question_about_the_paper_in_focus_is_answered_from_it(pa):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.answer.query import detect_intent, parse, question_core, topic_of
+from assistant.answer.query import detect_intent, parse, question_core, topic_of, wanted
 
 
 @pytest.mark.parametrize("message,core", [
@@ -595,6 +595,32 @@ def test_each_part_of_a_question_is_read_with_its_own_topic():
     assert q.parts[1].metadata and not q.parts[0].metadata
     q = parse("Which paper is about Kolmogorov-Arnold Networks, and who wrote it?", [])
     assert [bool(p.topic) for p in q.parts] == [True, False]  # "it" points back: no search of its own
+    # a part asking for the record of "it" points back whatever other words it has
+    q = parse("Which paper proposes a dataset for relighting portraits, and what year is it from?", [])
+    assert [bool(p.topic) for p in q.parts] == [True, False] and q.asks_date
+    assert q.parts[0].singular  # "which paper studies X" wants one paper: "studies" is its verb
+
+
+def test_anything_else_asks_beyond_the_papers_shown():
+    history = [Turn(role="user", content="What is Top-W?"), Turn(role="assistant", content="x [1]", paper_ids=["A"]),
+               Turn(role="user", content="And the KAN paper?"), Turn(role="assistant", content="y [1]", paper_ids=["B"])]
+    for message in ("Is there anything else on federated learning?", "Any other papers on sampling?",
+                    "What else is there about causal discovery?"):
+        q = parse(message, history)
+        assert q.beyond_shown == ["B", "A"] and not q.follow_up and not q.references
+    assert not parse("What does the other paper do?", history).beyond_shown  # points back at one shown
+    assert not parse("Is it better than other methods?", history).beyond_shown
+
+
+@pytest.mark.parametrize("message,singular,plural", [
+    ("Which paper studies face relighting?", True, False),
+    ("Which work studies causal discovery?", True, False),
+    ("Which studies look at sycophancy?", False, True),
+    ("Any works on federated learning?", False, True),
+    ("Is there a method that works without gradients?", False, False),
+])
+def test_works_and_studies_are_read_as_verbs_after_a_noun(message, singular, plural):
+    assert wanted(message) == (singular, plural)
 
 
 @pytest.mark.parametrize("message", ["How many authors does it have?", "number of authors?",

@@ -249,6 +249,12 @@ def test_planner_answers_what_the_reading_accepts_and_says_what_it_read(seed_ass
         assert unsure.offered[0].authors[0] == "Itai Shapira"
         assert "1. *" in unsure.prefix and "may answer it, but I am not sure enough" in unsure.prefix.split("\n2.")[0]
         assert "judged not to answer it" in unsure.prefix.split("\n2.")[1]
+        # yes to every paper, the combined judgement far from the bar: unlikely, never "may answer"
+        far = ReadingModel(w_gate=0.0, w_yes=1.0, w_lead=2.0, intercept=-2.0, threshold=0.999, provenance={})
+        planner.reader = lambda: Reader(Says({t: 0.8 for t in titles}), engine.embed, settings.relevance, far)
+        unlikely = planner.plan(SYCOPHANCY_QUESTION, [], None, None, None)
+        assert unlikely.abstain and unlikely.prefix.startswith("I found nothing in this collection")
+        assert unlikely.prefix.count("I judge that unlikely") == 2 and "may answer it" not in unlikely.prefix
     finally:
         planner.reader = engine._reader
     # without a model (backend none) the gate judges alone, and unread papers are only the nearest

@@ -24,7 +24,10 @@ def source_block(source: Source) -> str:
     """A paper as the model reads it: its number, title and record on labelled lines, then
     its evidence sentences, one per line (what each written sentence restates)."""
     p = source.paper
-    record = "; ".join(x for x in (p.author_line(3), p.category or "", str(p.year or "")) if x)
+    # labelled, so a category is not read as where the paper appeared
+    record = "; ".join(x for x in (f"by {p.author_line(3)}" if p.authors else "",
+                                   f"category {p.category}" if p.category else "",
+                                   f"year {p.year}" if p.year else "") if x)
     lines = "\n".join(f"- {sentence}" for sentence in source.sentences)
     return (f"<source n={source.n}>\nTitle: {p.title}\n" + (f"Record: {record}\n" if record else "")
             + f"Lines:\n{lines}\n</source>")
@@ -238,6 +241,21 @@ def authors_answer(sources: list[Source], count: bool = False) -> str:
     return " ".join(parts)
 
 
+def date_answer(sources: list[Source]) -> str:
+    """When and where each paper appeared, from its record, and say so when the record has
+    neither (a seed listing carries no year or venue)."""
+    parts = []
+    for s in sources:
+        name, year, venue = short_name(s.paper), s.paper.year, s.paper.venue
+        if year and venue:
+            parts.append(f"*{name}* appeared in {venue} in {year} [{s.n}].")
+        elif year or venue:
+            parts.append(f"*{name}* is from {year} [{s.n}]." if year else f"*{name}* appeared in {venue} [{s.n}].")
+        else:
+            parts.append(f"The collection's record of *{name}* gives no year or venue [{s.n}].")
+    return " ".join(parts)
+
+
 def author_count(paper: Paper) -> str:
     n = len(paper.authors)
     noun = "author" if n == 1 else "authors"
@@ -280,34 +298,40 @@ EMPTY_COLLECTION = ("The collection is empty, so I cite no paper. Add papers fir
                     "which indexes the demo corpus into an empty store.")
 
 
+VERDICT_NOTES = {"may": "it may answer it, but I am not sure enough to cite it",
+                 "unlikely": "the model read it as answering, but I judge that unlikely",
+                 "no": "judged not to answer it"}
+
+
 def refusal(intent: str, topic: str, offered: list[Paper], filtered: bool = False,
             outside: Optional[list[Paper]] = None, empty: bool = False,
-            said_yes: Optional[list[bool]] = None, nearest: str = "") -> str:
+            verdicts: Optional[list[str]] = None, nearest: str = "", beyond_shown: bool = False) -> str:
     """Nothing in the collection was accepted: say so plainly and cite nothing. A summary names
     its topic (a noun phrase); a question is never echoed back as if it were one. An empty
-    collection is said to be empty, not to lack the topic. `said_yes`: the model read the
-    offered papers and, per paper, whether it said yes; a paper it said yes to (though not
-    surely enough to cite) is said to possibly answer, one it said no to not to answer. Unread
-    (said_yes None), they are the nearest, with the `nearest` one's closest sentence."""
+    collection is said to be empty, not to lack the topic. `verdicts`: the model read the
+    offered papers, and per paper what may be said of it (VERDICT_NOTES: "may" answer, though
+    not surely enough to cite; "unlikely"; "no"). Unread (verdicts None), they are the nearest,
+    with the `nearest` one's closest sentence. `beyond_shown`: the question asked for papers
+    besides those shown ("anything else on X?"): nothing *else* was found."""
     if empty:
         return EMPTY_COLLECTION
     subject = f"on *{shorten(topic, 12)}*" if intent == "summary" else "that answers this"
     scope = "among the papers your filters allow" if filtered else "in this collection"
-    unsure = bool(said_yes) and any(said_yes)
+    unsure = bool(verdicts) and "may" in verdicts
+    other = " else" if beyond_shown else ""
     if unsure:
-        text = f"I am not sure anything {scope} answers this, so I cite no paper."
-    elif said_yes is not None:
-        text = f"I found nothing {scope} {subject}, so I cite no paper."
+        text = f"I am not sure anything{other} {scope} answers this, so I cite no paper."
+    elif verdicts is not None:
+        text = f"I found nothing{other} {scope} {subject}, so I cite no paper."
     else:
-        text = f"I found nothing {scope} {subject} directly, so I cite no paper."
+        text = f"I found nothing{other} {scope} {subject} directly, so I cite no paper."
     if outside:
         names = "; ".join(f"*{short_name(p)}*" for p in outside)
         text += f" Outside your filters, these papers are about it: {names}. Clear the filters to use them."
-    if offered and unsure:
-        notes = ["it may answer it, but I am not sure enough to cite it" if yes else "judged not to answer it"
-                 for yes in said_yes]
+    if offered and verdicts and set(verdicts) != {"no"}:
+        notes = [VERDICT_NOTES[v] for v in verdicts]
         text += "\n\n" + closest_list(offered, "The closest papers, which I read:", notes)
-    elif offered and said_yes is not None:
+    elif offered and verdicts is not None:
         text += "\n\n" + closest_list(offered, "The closest papers, which I read and judged not to answer it:")
     elif offered:
         if nearest:

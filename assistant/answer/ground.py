@@ -231,8 +231,10 @@ class Grounder:
 
 
 # A marker standing where a noun belongs: after a preposition or a conjunction ("The authors
-# of [1] show …", "as reported in [2].", "both [1] and [2] use …").
-NOUN_MARKER_RE = re.compile(r"\b(?:of|in|by|from|than|to|with|and|or|see|between|like|unlike|versus|vs\.?)"
+# of [1] show …", "as reported in [2].", "both [1] and [2] use …"), or naming the paper after
+# "paper" ("The paper [1] trains …": taken out, "The paper trains …" says not which).
+NOUN_MARKER_RE = re.compile(r"\b(?:of|in|by|from|than|to|with|and|or|see|between|like|unlike|versus|vs\.?|"
+                            r"paper|study|work|article)"
                             rf"\s+{MARKER_RE.pattern}", re.I)
 
 # The labels of a source block in the prompt (compose.source_block): a sentence that starts
@@ -342,7 +344,9 @@ def ends_sentence(sentence: str) -> bool:
 
 
 def fix_spacing(sentence: str) -> str:
-    s = re.sub(r"\s+([.,;:!?])", r"\1", sentence.strip())
+    """One space between words (a marker taken out of "The paper [1] reaches …" leaves two),
+    none before punctuation, the markers before the final full stop."""
+    s = re.sub(r"\s+([.,;:!?])", r"\1", " ".join(sentence.split()))
     # put the markers before the final full stop: "... result [1]."
     m = re.match(r"^(.*?)([.!?])\s*((?:\[\d+\])+)$", s)
     if m:

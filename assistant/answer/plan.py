@@ -170,7 +170,7 @@ class Planner:
                 return self._parts(q, found)
             # no part found a paper: the message may be one question cut at a clause ("…, and how
             # long it stays in each state is random"), so it is asked whole before it is refused
-        hits, judged = self._judged(q.topic, filters, max(k or 0, self.policy.candidates))
+        hits, judged = self._beyond_shown(q, *self._judged(q.topic, filters, max(k or 0, self.policy.candidates)))
         followed = self._followed_up(q, judged, filters)
         if followed is not None:
             plan = TurnPlan("question", q.message, retrieved=[as_hit(followed)])
@@ -191,6 +191,15 @@ class Planner:
         if not papers:
             return self._refuse(plan, q, judged, filters, reading)
         return self._about(plan, q, papers)
+
+    @staticmethod
+    def _beyond_shown(q: Query, hits: list[Hit], judged: list[Judged]) -> tuple[list[Hit], list[Judged]]:
+        """The candidates without the papers the message asks beyond ("anything else on X?")."""
+        if not q.beyond_shown:
+            return hits, judged
+        shown = set(q.beyond_shown)
+        return ([h for h in hits if h.paper.paper_id not in shown],
+                [j for j in judged if j.paper.paper_id not in shown])
 
     def _named_alone(self, q: Query, judged: list[Judged]) -> Optional[float]:
         """The gate's p for its best candidate, when a question about one paper names that paper
@@ -436,8 +445,9 @@ class Planner:
         parts = [p.text for p in q.parts]
         plan.sources = self._sources(papers, parts)
         content = [p.text for p in q.parts if not p.metadata]
-        if q.asks_authors:
-            plan.prefix = compose.authors_answer(plan.sources, count=q.counts_authors)
+        record = [compose.authors_answer(plan.sources, count=q.counts_authors)] if q.asks_authors else []
+        record += [compose.date_answer(plan.sources)] if q.asks_date else []
+        plan.prefix = " ".join(record)
         if not content:
             return plan
         plan.prompt = compose.question_prompt(content, plan.sources, previous=previous)
@@ -455,7 +465,8 @@ class Planner:
             return self._themed(plan, self._themes(list(focus), q.topic), q.topic, compose.shown_listing)
         if not q.topic:  # "Summarize this collection", "Which papers are in the Robotics area?"
             return self._overview(plan, q, filters)
-        hits, judged = self._judged(q.topic, filters, max(k or 0, self.policy.summary_candidates), topic=True)
+        hits, judged = self._beyond_shown(q, *self._judged(q.topic, filters, max(k or 0, self.policy.summary_candidates),
+                                                           topic=True))
         plan.retrieved = hits
         relevant, reading = self._topic_members(q.topic, judged)
         papers, matching = [j.paper for j in relevant[: self.policy.summary_max]], len(relevant)
@@ -716,7 +727,7 @@ class Planner:
     def _refuse(self, plan: TurnPlan, q: Query, judged: list[Judged], filters,
                 reading: Optional[Read] = None) -> TurnPlan:
         """Nothing was accepted: say so, cite nothing, offer the closest papers as choices. Papers
-        the model read are described as it judged them (yes: they may answer; no: they do not);
+        the model read are described as they were judged (_verdict);
         unread ones are only the nearest, with the nearest one's sentence closest to the question."""
         plan.abstain = True
         plan.sources = []
@@ -728,10 +739,18 @@ class Planner:
         nearest = ""
         if reading is None and plan.offered and q.topic:
             nearest = (evidence_for(plan.offered[0], [q.topic], self.embed, 1) or [""])[0]
-        said_yes = None if reading is None else [j.features["yes"] >= MAY_ANSWER for j in offered[: len(plan.offered)]]
+        verdicts = None if reading is None else [self._verdict(j, reading) for j in offered[: len(plan.offered)]]
         plan.prefix = compose.refusal(q.intent, q.topic, plan.offered, filtered, outside, empty,
-                                      said_yes=said_yes, nearest=nearest)
+                                      verdicts=verdicts, nearest=nearest, beyond_shown=bool(q.beyond_shown))
         return plan
+
+    def _verdict(self, judged: Judged, reading: Read) -> str:
+        """What a refusal may say of a paper the model read: "may" answer (the combined judgement
+        is near the bar to cite it), "unlikely" (the model said yes, the judgement is far from
+        the bar) or "no" (the model said no)."""
+        if judged.p >= self.policy.may_answer_share * reading.threshold:
+            return "may"
+        return "unlikely" if judged.features["yes"] >= MAY_ANSWER else "no"
 
     def _relevant_outside(self, q: Query, filters: Filters) -> list[Paper]:
         """With filters set: papers the filters excluded that would have answered."""

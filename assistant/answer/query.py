@@ -90,6 +90,10 @@ REFERENCE_RE = re.compile(r"(?<![\w\])^_])\[(\d{1,2})\](?![\w\[(^_×*])|"
                           r"(?:#|\b(?:paper|source|reference|number|no\.)\s*)(\d{1,2})\b", re.I)
 # "the other one", "the other paper"
 OTHER_RE = re.compile(rf"\bthe other(?:\s+{NOUN})?\b", re.I)
+# a question for papers beyond those shown: "anything else on X?", "any other papers on Y?"
+# ("the other paper" points back at one shown: OTHER_RE)
+ELSE_RE = re.compile(r"\b(?:anything|something|what|anyone|anybody|any ?one) else\b|\bany others\b|"
+                     r"(?<!the )\bother (?:papers|works|studies|articles)\b", re.I)
 # "the two causal papers you mentioned", "the federated one", "the paper on sycophancy you cited"
 MENTIONED = r"(?:that\s+)?you\s+(?:mentioned|listed|cited|showed|found|gave|named)"
 DESCRIBED_RES = [
@@ -141,7 +145,10 @@ MODES = ("question", "summary", "compare", "similar", "table")
 
 # how many papers a question wants: "which paper …" one, "papers on …" / "is there any work" several
 SINGULAR_RE = re.compile(r"\b(which|what) (paper|work|article|study|method)\b|\bthe paper\b", re.I)
-PLURAL_RE = re.compile(r"\b(papers|works|studies|articles|any work|is there (any|work))\b", re.I)
+# ("works" and "studies" are verbs after a noun, "that" or "who": "which paper studies X")
+PLURAL_RE = re.compile(r"\b(papers|articles|any work|is there (any|work))\b|"
+                       r"(?<!paper )(?<!work )(?<!study )(?<!article )(?<!method )(?<!one )(?<!that )"
+                       r"(?<!who )\b(works|studies)\b", re.I)
 # "how many authors does it have?", "number of authors?", "so it's a single-author paper?"
 COUNT_AUTHORS_RE = re.compile(r"\b(how many|number of|count of)\s+(?:\w+\s+)?(authors?|co-?authors|people|writers)\b|"
                               r"\b(single|sole|solo|one)[- ]authors?\b|\bauthor list\b", re.I)
@@ -181,11 +188,18 @@ def wanted(text: str) -> tuple[bool, bool]:
     return bool(SINGULAR_RE.search(text)) and not plural, plural
 
 
+IT_WORDS = {"it", "its", "it's"}  # a part that says "it" points at another part's paper
+
+
 def read_part(text: str) -> Part:
+    """A sub-question. One that asks for a paper's record and points back ("and what year is it
+    from?", "when was it published?") has no topic of its own: "it" is the paper another part
+    asks for, whatever other words the part has."""
     topic = question_core(COUNT_AUTHORS_RE.sub(" ", AUTHORS_RE.sub(" ", text)))
     own = [t for t in terms(topic) if t not in POINTING_TERMS]
     metadata = bool(METADATA_PART_RE.search(text) or COUNT_AUTHORS_RE.search(text))
-    return Part(text, topic if own else "", *wanted(text), metadata)
+    points_back = metadata and bool(IT_WORDS & {_bare(w) for w in text.split()})
+    return Part(text, topic if own and not points_back else "", *wanted(text), metadata)
 
 
 def asks_for_a_paper_per_part(message: str) -> bool:
@@ -209,6 +223,10 @@ class Query:
     parts: list[Part] = field(default_factory=list)
     asks_authors: bool = False
     counts_authors: bool = False  # "how many authors …": the answer states a number
+    asks_date: bool = False  # "when was it published?", "which venue?": the record's year and venue
+    # papers the conversation showed that the message asks beyond ("anything else on X?"):
+    # its answer leaves them out
+    beyond_shown: list[str] = field(default_factory=list)
     names: list[str] = field(default_factory=list)  # name-like tokens ("DualGraph", "GPUs", "33.7")
     # capitalised phrases read as names ("the Dynamic Coattention Network"): text.capitalised_phrases
     phrases: list[str] = field(default_factory=list)
@@ -909,14 +927,18 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
               names=distinctive_tokens(plain(message), plus=True), phrases=capitalised_phrases(plain(message)),
               parts=[read_part(p) for p in split_parts(message)], categories=scope.categories if scope else [],
               scope=scope.phrase if scope else "", unknown_category=unknown.phrase if unknown else "")
+    q.asks_date = any(part.metadata and asked_by_rules(part.text) == "date" for part in q.parts)
     for f in refs:
         q.references.extend(p for p in f.ids if p not in q.references)
         q.unresolved = q.unresolved or f.unresolved
     q.reference = refs[0].kind if refs else ""
     turns = shown_lists(history)
     asked = read_asks(plain(message)) if about_a_shown_paper(q, turns) else None
+    if asked is not None and asked_by_rules(message) == "date":
+        asked = "date"  # "which venue?", "when was it published?": the record's, whatever the model reads
     if asked is not None:  # read by meaning ("solo work or joint?"; "who proved the case they extend?")
         q.asks_authors, q.counts_authors = asked in ("authors", "authors_count"), asked == "authors_count"
+        q.asks_date = asked == "date"
         if asked != "date":  # a date is answered as the rules read it (the record's year)
             q.parts = [Part(message, "" if q.asks_authors else question_core(message), *wanted(message),
                             q.asks_authors)]
@@ -931,6 +953,9 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     q.unconfirmed_summary = unconfirmed
     q.after_refusal = bool(refs) and turns[0].refused
     q.follow_up = follow_up_focus(q, history)
+    if intent in ("question", "summary") and not q.references and ELSE_RE.search(message):
+        q.beyond_shown = list(dict.fromkeys(i for t in turns if not t.refused for i in t.paper_ids))
+        q.follow_up = []  # not about the paper shown: about the others
     q.focus = read_focus(message) if q.follow_up else seen if q.references else None
     if intent == "compare":
         unreferred = _without(message, refs)
