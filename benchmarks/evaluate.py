@@ -115,6 +115,9 @@ DEFAULT_SETS = {
     # blind round 15 (thirty-sixth session): "more like" in other words, comparisons asked as
     # questions, summaries and tables asked without those words, absent topics
     **{f"{c}-round-15": (c, QUESTIONS / f"{c}_round_15.jsonl") for c in ("seed", "arxiv_math", "ml_conf")},
+    # blind round 16 (thirty-seventh session): when a paper appeared (a follow-up, or a part
+    # pointing back with "it"), "anything else on X?" after one paper, and nothing else there
+    **{f"{c}-round-16": (c, QUESTIONS / f"{c}_round_16.jsonl") for c in ("seed", "arxiv_math", "ml_conf")},
     "scifact-heldout": ("scifact", None),
 }
 # kinds whose every expected paper must be cited (else: any one of them), and kinds where

@@ -938,7 +938,7 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
         asked = "date"  # "which venue?", "when was it published?": the record's, whatever the model reads
     if asked is not None:  # read by meaning ("solo work or joint?"; "who proved the case they extend?")
         q.asks_authors, q.counts_authors = asked in ("authors", "authors_count"), asked == "authors_count"
-        q.asks_date = asked == "date"
+        q.asks_date = q.asks_date or asked == "date"  # a part may ask it ("what did it show, and when was it out?")
         if asked != "date":  # a date is answered as the rules read it (the record's year)
             q.parts = [Part(message, "" if q.asks_authors else question_core(message), *wanted(message),
                             q.asks_authors)]
