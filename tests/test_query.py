@@ -601,6 +601,24 @@ def test_each_part_of_a_question_is_read_with_its_own_topic():
     assert q.parts[0].singular  # "which paper studies X" wants one paper: "studies" is its verb
 
 
+@pytest.mark.parametrize("message", [
+    "I need the paper proving every closed prime ideal is accessible. When was it published?",
+    "what's the paper that splits road networks with PPO, and what's its year?",
+    "Which one has agents poke simulated objects to infer mass? Was that at ICLR or NeurIPS?",
+])
+def test_a_later_piece_asking_when_it_appeared_is_a_record_question(message):
+    # read by the phrase rules or, where they say nothing, by the follow-up model (stubbed here:
+    # it reads the date question as one); the first piece keeps its topic
+    def read_asks(text):
+        return "date" if any(w in text.lower() for w in ("published", "year", "iclr")) else "content"
+
+    q = parse(message, [], read_asks=read_asks)
+    assert q.asks_date and len(q.parts) == 2
+    assert q.parts[0].topic and not q.parts[0].metadata and q.parts[1].metadata and not q.parts[1].topic
+    assert not parse("Which paper splits road networks with PPO? What does it optimise?", [],
+                     read_asks=read_asks).asks_date
+
+
 def test_anything_else_asks_beyond_the_papers_shown():
     history = [Turn(role="user", content="What is Top-W?"), Turn(role="assistant", content="x [1]", paper_ids=["A"]),
                Turn(role="user", content="And the KAN paper?"), Turn(role="assistant", content="y [1]", paper_ids=["B"])]
@@ -609,6 +627,11 @@ def test_anything_else_asks_beyond_the_papers_shown():
         q = parse(message, history)
         assert q.beyond_shown == ["B", "A"] and not q.follow_up and not q.references
     assert not parse("What does the other paper do?", history).beyond_shown  # points back at one shown
+    for message in ("Are there others on the competing-risks setting?", "any other work on Hadamard matrices?",
+                    "More work on skew braces besides that one?"):
+        q = parse(message, history)
+        assert q.beyond_shown == ["B", "A"] and not q.references
+    assert parse("Does it beat the others?", history).references == ["B"]  # about the paper shown
     assert not parse("Is it better than other methods?", history).beyond_shown
 
 

@@ -90,10 +90,12 @@ REFERENCE_RE = re.compile(r"(?<![\w\])^_])\[(\d{1,2})\](?![\w\[(^_×*])|"
                           r"(?:#|\b(?:paper|source|reference|number|no\.)\s*)(\d{1,2})\b", re.I)
 # "the other one", "the other paper"
 OTHER_RE = re.compile(rf"\bthe other(?:\s+{NOUN})?\b", re.I)
-# a question for papers beyond those shown: "anything else on X?", "any other papers on Y?"
-# ("the other paper" points back at one shown: OTHER_RE)
-ELSE_RE = re.compile(r"\b(?:anything|something|what|anyone|anybody|any ?one) else\b|\bany others\b|"
-                     r"(?<!the )\bother (?:papers|works|studies|articles)\b", re.I)
+# a question for papers beyond those shown: "anything else on X?", "any other papers on Y?",
+# "are there others …?", "more work on X besides that one?" ("the other paper" points back at
+# one shown: OTHER_RE)
+ELSE_RE = re.compile(r"\b(?:anything|something|what|anyone|anybody|any ?one) else\b|\bothers\b|"
+                     r"(?<!the )\bother (?:papers|works?|studies|articles|research)\b|"
+                     r"\b(?:besides|apart from|other than) (?:that|this|it|these|those|them)\b", re.I)
 # "the two causal papers you mentioned", "the federated one", "the paper on sycophancy you cited"
 MENTIONED = r"(?:that\s+)?you\s+(?:mentioned|listed|cited|showed|found|gave|named)"
 DESCRIBED_RES = [
@@ -189,6 +191,7 @@ def wanted(text: str) -> tuple[bool, bool]:
 
 
 IT_WORDS = {"it", "its", "it's"}  # a part that says "it" points at another part's paper
+POINTING_BACK = IT_WORDS | {"this", "that"}  # "where was this published?", "was that at ICLR?"
 
 
 def read_part(text: str) -> Part:
@@ -200,6 +203,24 @@ def read_part(text: str) -> Part:
     metadata = bool(METADATA_PART_RE.search(text) or COUNT_AUTHORS_RE.search(text))
     points_back = metadata and bool(IT_WORDS & {_bare(w) for w in text.split()})
     return Part(text, topic if own and not points_back else "", *wanted(text), metadata)
+
+
+def dated_parts(message: str, parts: list[Part],
+                read_asks: Callable[[str], Optional[str]]) -> tuple[list[Part], bool]:
+    """The parts with those that ask when the paper another part asks for appeared made record
+    questions ("…, and what's its year?", "I need the paper proving X. When was it published?",
+    "Which one does Y? Was that at ICLR or NeurIPS?"), and whether there is one. A later piece
+    that points back is one when the phrase rules or the fitted follow-up model (`read_asks`)
+    read it as asking for the date; a message of one part is cut before its last sentence."""
+    texts = [p.text for p in parts]
+    if len(texts) == 1:
+        sentences = [s for s in SENTENCE_END_RE.split(message.strip()) if s.strip()]
+        texts = [" ".join(sentences[:-1]), sentences[-1]] if len(sentences) > 1 else texts
+    dated = [i > 0 and bool(POINTING_BACK & {_bare(w) for w in t.split()})
+             and (asked_by_rules(t) == "date" or read_asks(t) == "date") for i, t in enumerate(texts)]
+    if not any(dated):
+        return parts, any(p.metadata and asked_by_rules(p.text) == "date" for p in parts)
+    return [Part(t, "", False, False, True) if d else read_part(t) for t, d in zip(texts, dated)], True
 
 
 def asks_for_a_paper_per_part(message: str) -> bool:
@@ -927,7 +948,7 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
               names=distinctive_tokens(plain(message), plus=True), phrases=capitalised_phrases(plain(message)),
               parts=[read_part(p) for p in split_parts(message)], categories=scope.categories if scope else [],
               scope=scope.phrase if scope else "", unknown_category=unknown.phrase if unknown else "")
-    q.asks_date = any(part.metadata and asked_by_rules(part.text) == "date" for part in q.parts)
+    q.parts, q.asks_date = dated_parts(message, q.parts, read_asks)
     for f in refs:
         q.references.extend(p for p in f.ids if p not in q.references)
         q.unresolved = q.unresolved or f.unresolved
@@ -939,9 +960,11 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     if asked is not None:  # read by meaning ("solo work or joint?"; "who proved the case they extend?")
         q.asks_authors, q.counts_authors = asked in ("authors", "authors_count"), asked == "authors_count"
         q.asks_date = q.asks_date or asked == "date"  # a part may ask it ("what did it show, and when was it out?")
-        if asked != "date":  # a date is answered as the rules read it (the record's year)
+        if asked != "date":
             q.parts = [Part(message, "" if q.asks_authors else question_core(message), *wanted(message),
                             q.asks_authors)]
+        elif len(q.parts) == 1:  # "when did it come out?": the record's year and venue, nothing more
+            q.parts = [Part(message, "", *wanted(message), True)]
     if not refs and turns and q.asks_authors and not any(part.topic for part in q.parts):
         # "number of authors?": a question about a paper that names none is about the one in focus
         q.references, q.reference = turns[0].paper_ids[:1], "it"
@@ -953,9 +976,12 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     q.unconfirmed_summary = unconfirmed
     q.after_refusal = bool(refs) and turns[0].refused
     q.follow_up = follow_up_focus(q, history)
-    if intent in ("question", "summary") and not q.references and ELSE_RE.search(message):
+    beyond = ELSE_RE.search(message) if intent in ("question", "summary") else None
+    # "besides that one" names what to leave out; otherwise a message that refers to a paper
+    # asks about it ("does it beat the others?")
+    if beyond and (not q.references or beyond.group().lower().startswith(("besides", "apart", "other than"))):
         q.beyond_shown = list(dict.fromkeys(i for t in turns if not t.refused for i in t.paper_ids))
-        q.follow_up = []  # not about the paper shown: about the others
+        q.references, q.reference, q.follow_up = [], "", []  # not about the papers shown: about others
     q.focus = read_focus(message) if q.follow_up else seen if q.references else None
     if intent == "compare":
         unreferred = _without(message, refs)
