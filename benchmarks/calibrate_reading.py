@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import calibrate_relevance as cr  # noqa: E402
 from corpora import ROOT, available, open_corpus  # noqa: E402
 
-from assistant.answer.reading import MODEL_PATH, Reader, ReadingModel, leads, logit  # noqa: E402
+from assistant.answer.reading import MAY_ANSWER, MODEL_PATH, Reader, ReadingModel, leads, logit  # noqa: E402
 from assistant.answer.relevance import default_model as relevance_model  # noqa: E402
 from assistant.config import RelevancePolicy  # noqa: E402
 
@@ -319,6 +319,25 @@ def report_pairs(read: list[dict], cache: dict[str, dict], papers: int, sure: fl
             print(f"pair: both yes >= {least_yes}, lead over the third >= {least_lead}: {counts}")
 
 
+def report_may_answer(read: list[dict], cache: dict[str, dict], papers: int, gate_floor: float) -> None:
+    """Every read candidate scored by a model fitted without its question's fold: per band of
+    that combined probability, the candidates and those that answer, all and those the model
+    said yes to (yes >= reading.MAY_ANSWER). A refusal says "may answer" of a paper only in
+    bands where a fair share of such papers do (Settings relevance.may_answer_share)."""
+    scored = []
+    for fold in range(FOLDS):
+        model = fit(list(rows_of([r for r in read if fold_of(r) != fold], cache, papers)), gate_floor)
+        scored += [(model.proba(row.p, row.yes, row.lead), row.yes, row.label)
+                   for row in rows_of([r for r in read if fold_of(r) == fold], cache, papers)]
+    bands = [0, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.325, 1.01]
+    print(f"{len(scored)} read candidates; out-of-fold combined probability band: candidates (answer) | said yes (answer)")
+    for lo, hi in zip(bands, bands[1:]):
+        band = [s for s in scored if lo <= s[0] < hi]
+        yes = [s for s in band if s[1] >= MAY_ANSWER]
+        print(f"  [{lo:.3f}, {min(hi, 1):.3f}): {len(band):4d} ({sum(s[2] for s in band):3d}) | "
+              f"{len(yes):4d} ({sum(s[2] for s in yes):3d})")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     policy = RelevancePolicy()
@@ -341,6 +360,9 @@ def main() -> int:
     ap.add_argument("--likelihood", action="store_true",
                     help="fit the weights for readings with likelihood gains (ReadingModel.likelihood), "
                          "on the questions read with them; the shipped weights without gains are kept")
+    ap.add_argument("--may-answer", action="store_true",
+                    help="only report, per band of out-of-fold combined probability, how many read "
+                         "candidates the model said yes to answer (what a refusal may say of them)")
     ap.add_argument("--pairs", action="store_true",
                     help="only report what answering two alike-read papers would do (unaccepted_pairs)")
     ap.add_argument("--cached-only", action="store_true", help="fit on the readings already cached")
@@ -375,6 +397,9 @@ def main() -> int:
     read = [r for r in questions if r["item"].qid in all_read]
     if args.pairs:
         report_pairs(read, cache, args.papers, sure)
+        return 0
+    if args.may_answer:
+        report_may_answer(read, cache, args.papers, ReadingModel.load().gate_floor)
         return 0
     floors = [None if f == "off" else float(f) for f in args.gate_floors.split(",")]
     with_gain = args.likelihood

@@ -615,6 +615,8 @@ def test_a_later_piece_asking_when_it_appeared_is_a_record_question(message):
     q = parse(message, [], read_asks=read_asks)
     assert q.asks_date and len(q.parts) == 2
     assert q.parts[0].topic and not q.parts[0].metadata and q.parts[1].metadata and not q.parts[1].topic
+    # what is searched and read for the paper is the first piece, not the date question
+    assert q.question == q.parts[0].text and not {"published", "year", "iclr"} & set(q.topic.lower().split())
     assert not parse("Which paper splits road networks with PPO? What does it optimise?", [],
                      read_asks=read_asks).asks_date
 

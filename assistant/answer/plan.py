@@ -175,7 +175,8 @@ class Planner:
         if followed is not None:
             plan = TurnPlan("question", q.message, retrieved=[as_hit(followed)])
             return self._about(plan, q, [followed], previous=previous_user_message(history))
-        chosen, reading = self._chosen(q.message, judged, q.singular, q.plural, sure=self._named_alone(q, judged))
+        chosen, reading = self._chosen(q.question or q.message, judged, q.singular, q.plural,
+                                       sure=self._named_alone(q, judged))
         if not chosen and reading is not None and self.policy.second_look_papers > 0:
             hits, chosen, reading = self._second_look(q, filters, hits, judged, reading)
         if not chosen and reading is None and self._worth_rewriting(judged):

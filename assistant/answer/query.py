@@ -245,6 +245,9 @@ class Query:
     asks_authors: bool = False
     counts_authors: bool = False  # "how many authors …": the answer states a number
     asks_date: bool = False  # "when was it published?", "which venue?": the record's year and venue
+    # what the relevance judgement reads: the message without parts that ask only for the
+    # record of the paper another part asks for (parse sets it; "" means the message)
+    question: str = ""
     # papers the conversation showed that the message asks beyond ("anything else on X?"):
     # its answer leaves them out
     beyond_shown: list[str] = field(default_factory=list)
@@ -949,6 +952,11 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
               parts=[read_part(p) for p in split_parts(message)], categories=scope.categories if scope else [],
               scope=scope.phrase if scope else "", unknown_category=unknown.phrase if unknown else "")
     q.parts, q.asks_date = dated_parts(message, q.parts, read_asks)
+    searched = [p.text for p in q.parts if p.topic or not p.metadata]
+    if q.asks_date and intent == "question" and not (scope or unknown) and 0 < len(searched) < len(q.parts):
+        # "which paper does X, and what year was it published?": X is what is searched and read
+        q.question = " ".join(searched)
+        q.topic = question_core(q.question)
     for f in refs:
         q.references.extend(p for p in f.ids if p not in q.references)
         q.unresolved = q.unresolved or f.unresolved
