@@ -627,6 +627,8 @@ def test_when_a_paper_appeared_is_answered_from_its_record(pa):
     assert "gives no year or venue [1]" in answer.answer
     answer = pa.ask("Which paper proposes a dataset for relighting portraits, and what year is it from?")
     assert first_authors(answer) == ["Jue Gong"] and "gives no year or venue" in answer.answer
+    answer = talk(pa, "Which paper proposes a dataset for relighting portraits?", "where was this published?")
+    assert answer.answer.startswith("The collection's record of")  # not its authors
     answer = talk(pa, "Which paper proposes a dataset for relighting portraits?", "when did it come out?")
     assert answer.answer.startswith("The collection's record of") and "Extracts" not in answer.answer
     answer = pa.ask("I need the paper that proposes a dataset for relighting portraits. When was it published?")

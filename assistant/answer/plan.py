@@ -448,7 +448,8 @@ class Planner:
         content = [p.text for p in q.parts if not p.metadata]
         record = [compose.authors_answer(plan.sources, count=q.counts_authors)] if q.asks_authors else []
         record += [compose.date_answer(plan.sources)] if q.asks_date else []
-        plan.prefix = " ".join(record)
+        if record:
+            plan.prefix = " ".join(record)
         if not content:
             return plan
         plan.prompt = compose.question_prompt(content, plan.sources, previous=previous)

@@ -158,6 +158,7 @@ COUNT_AUTHORS_RE = re.compile(r"\b(how many|number of|count of)\s+(?:\w+\s+)?(au
 
 METADATA_PART_RE = re.compile(r"^\s*(and\s+)?(who (wrote|authored|are the authors|is the author|made|published)"
                               r"|what are the authors|(when|what year|which year) (was|is) (it|this|that)"
+                              r"|where (was|is|did) (it|this|that) (published|appear)"
                               r"|(which|what) venue)\b", re.I)
 
 
