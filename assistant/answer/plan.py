@@ -170,13 +170,18 @@ class Planner:
                 return self._parts(q, found)
             # no part found a paper: the message may be one question cut at a clause ("…, and how
             # long it stays in each state is random"), so it is asked whole before it is refused
-        hits, judged = self._beyond_shown(q, *self._judged(q.topic, filters, max(k or 0, self.policy.candidates)))
+        listing = bool(q.beyond_shown)  # "anything else on X?": every other paper on X, as a summary's
+        hits, judged = self._beyond_shown(q, *self._judged(q.topic, filters, max(k or 0, self.policy.candidates),
+                                                           topic=listing))
         followed = self._followed_up(q, judged, filters)
         if followed is not None:
             plan = TurnPlan("question", q.message, retrieved=[as_hit(followed)])
             return self._about(plan, q, [followed], previous=previous_user_message(history))
-        chosen, reading = self._chosen(q.question or q.message, judged, q.singular, q.plural,
-                                       sure=self._named_alone(q, judged))
+        if listing:  # members as a summary's are, by their own reading (no lead over the others)
+            chosen, reading = self._topic_members(q.topic, judged)
+        else:
+            chosen, reading = self._chosen(q.question or q.message, judged, q.singular, q.plural,
+                                           sure=self._named_alone(q, judged))
         if not chosen and reading is not None and self.policy.second_look_papers > 0:
             hits, chosen, reading = self._second_look(q, filters, hits, judged, reading)
         if not chosen and reading is None and self._worth_rewriting(judged):
