@@ -249,8 +249,10 @@ def date_answer(sources: list[Source]) -> str:
         name, year, venue = short_name(s.paper), s.paper.year, s.paper.venue
         if year and venue:
             parts.append(f"*{name}* appeared in {venue} in {year} [{s.n}].")
-        elif year or venue:
-            parts.append(f"*{name}* is from {year} [{s.n}]." if year else f"*{name}* appeared in {venue} [{s.n}].")
+        elif year:
+            parts.append(f"*{name}* is from {year} [{s.n}].")
+        elif venue:
+            parts.append(f"*{name}* appeared in {venue} [{s.n}].")
         else:
             parts.append(f"The collection's record of *{name}* gives no year or venue [{s.n}].")
     return " ".join(parts)

@@ -95,7 +95,7 @@ OTHER_RE = re.compile(rf"\bthe other(?:\s+{NOUN})?\b", re.I)
 # one shown: OTHER_RE)
 ELSE_RE = re.compile(r"\b(?:anything|something|what|anyone|anybody|any ?one) else\b|\bothers\b|"
                      r"(?<!the )\bother (?:papers|works?|studies|articles|research)\b|"
-                     r"\b(?:besides|apart from|other than) (?:that|this|it|these|those|them)\b", re.I)
+                     r"\b(?P<besides>besides|apart from|other than) (?:that|this|it|these|those|them)\b", re.I)
 # "the two causal papers you mentioned", "the federated one", "the paper on sycophancy you cited"
 MENTIONED = r"(?:that\s+)?you\s+(?:mentioned|listed|cited|showed|found|gave|named)"
 DESCRIBED_RES = [
@@ -202,7 +202,7 @@ def read_part(text: str) -> Part:
     topic = question_core(COUNT_AUTHORS_RE.sub(" ", AUTHORS_RE.sub(" ", text)))
     own = [t for t in terms(topic) if t not in POINTING_TERMS]
     metadata = bool(METADATA_PART_RE.search(text) or COUNT_AUTHORS_RE.search(text))
-    points_back = metadata and bool(IT_WORDS & {_bare(w) for w in text.split()})
+    points_back = metadata and bool(IT_WORDS & set(_words(text)))
     return Part(text, topic if own and not points_back else "", *wanted(text), metadata)
 
 
@@ -217,7 +217,7 @@ def dated_parts(message: str, parts: list[Part],
     if len(texts) == 1:
         sentences = [s for s in SENTENCE_END_RE.split(message.strip()) if s.strip()]
         texts = [" ".join(sentences[:-1]), sentences[-1]] if len(sentences) > 1 else texts
-    dated = [i > 0 and bool(POINTING_BACK & {_bare(w) for w in t.split()})
+    dated = [i > 0 and bool(POINTING_BACK & set(_words(t)))
              and (asked_by_rules(t) == "date" or read_asks(t) == "date") for i, t in enumerate(texts)]
     if not any(dated):
         return parts, any(p.metadata and asked_by_rules(p.text) == "date" for p in parts)
@@ -988,7 +988,7 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     beyond = ELSE_RE.search(message) if intent in ("question", "summary") else None
     # "besides that one" names what to leave out; otherwise a message that refers to a paper
     # asks about it ("does it beat the others?")
-    if beyond and (not q.references or beyond.group().lower().startswith(("besides", "apart", "other than"))):
+    if beyond and (not q.references or beyond.group("besides")):
         q.beyond_shown = list(dict.fromkeys(i for t in turns if not t.refused for i in t.paper_ids))
         q.references, q.reference, q.follow_up = [], "", []  # not about the papers shown: about others
     q.focus = read_focus(message) if q.follow_up else seen if q.references else None
