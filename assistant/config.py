@@ -136,9 +136,14 @@ class RelevancePolicy(BaseModel):
         4, description="A summary's best candidates the model reads against its topic (about 2.5 s "
                        "each on two cores); the reading decides their membership, the gate the rest's; 0: the gate alone.")
     summary_reading_threshold: float = Field(
-        0.77, description="Membership a read paper needs to join a summary: sigmoid(logit(yes) + "
+        0.77, description="Membership one read paper needs for a summary to hold any (is its topic "
+                          "in the collection?): sigmoid(logit(yes) + "
                           "summary_reading_gate_weight * logit(gate p)) (answer/reading.py topic_proba; "
                           "both chosen on labelled summary topics by benchmarks/calibrate_summary_reading.py).")
+    summary_member_threshold: float = Field(
+        0.68, description="Membership the other read papers need once one reached "
+                          "`summary_reading_threshold` (the topic is in the collection; which papers "
+                          "belong to it?), on the same scale; chosen with it.")
     summary_reading_gate_weight: float = Field(
         0.3, description="How much the gate's p leans on a read paper's membership of a summary topic.")
     summary_candidates: int = Field(80, description="Papers retrieved and judged for a summary.")

@@ -84,13 +84,15 @@ def gather(pa, items: list[dict], n_read: int) -> list[dict]:
     return records
 
 
-def by_reading(rec: dict, judge, t: float, w: float, n_read: int) -> list[str]:
-    """The engine's rule (plan.Planner._read_members): the `n_read` best read, members when
-    topic_proba(gate p, yes, w) >= t; then (only if any) unread ones at the summary threshold."""
+def by_reading(rec: dict, judge, t: float, w: float, n_read: int, m: float | None = None) -> list[str]:
+    """The engine's rule (plan.Planner._read_members): the `n_read` best read; when one reaches
+    topic_proba(gate p, yes, w) >= t, those at >= m (t when None) are members; then unread ones
+    at the summary threshold."""
     read = rec["judged"][:n_read]
-    members = [j.paper.paper_id for j, y in zip(read, rec["yes"]) if topic_proba(j.p, y, w) >= t]
-    if not members:
+    probas = [topic_proba(j.p, y, w) for j, y in zip(read, rec["yes"])]
+    if not probas or max(probas) < t:
         return []
+    members = [j.paper.paper_id for j, pr in zip(read, probas) if pr >= (t if m is None else m)]
     rest = rec["judged"][n_read:]
     return members + [j.paper.paper_id for j in judge.relevant(rest, judge.summary_threshold)]
 
@@ -179,6 +181,19 @@ def main() -> int:
     for g in [g for g in grid if g[1] in (0.7, 0.75, 0.8, 0.85)] + [best]:
         print(line(f"w{g[0]:.1f} t{g[1]:.2f}", scored[g]) + ("   <- chosen" if g == best else ""))
     default = (RelevancePolicy().summary_reading_gate_weight, RelevancePolicy().summary_reading_threshold)
+    # a lower bar for the others once one read paper shows the topic is here: refusals cannot
+    # change, so it is chosen for the most hits, then F1
+    w, t = default
+    members = [round(0.40 + 0.01 * i, 2) for i in range(int(round((t - 0.40) * 100)) + 1)]
+    by_m = {m: score(fit_recs, lambda r, m=m: by_reading(r, judge, t, w, args.read, m)) for m in members}
+    best_m = max(members, key=lambda m: (by_m[m]["hit"] + by_m[m]["refused"], by_m[m]["f1"], m))
+    print(f"member bar once one read paper reaches w{w:.1f} t{t:.2f}:")
+    for m in [m for m in members if round(m * 100) % 5 == 0] + [best_m]:
+        print(line(f"  m{m:.2f}", by_m[m]) + ("   <- chosen" if m == best_m else ""))
+    if check_recs:
+        print(f"check set {args.check}:")
+        for m in dict.fromkeys([t, best_m]):
+            print(line(f"  m{m:.2f}", score(check_recs, lambda r, m=m: by_reading(r, judge, t, w, args.read, m))))
     for name, recs in (("fitting sets", fit_recs), (f"check set {args.check}", check_recs)):
         if not recs:
             continue

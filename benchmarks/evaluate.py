@@ -118,6 +118,10 @@ DEFAULT_SETS = {
     # blind round 16 (thirty-seventh session): when a paper appeared (a follow-up, or a part
     # pointing back with "it"), "anything else on X?" after one paper, and nothing else there
     **{f"{c}-round-16": (c, QUESTIONS / f"{c}_round_16.jsonl") for c in ("seed", "arxiv_math", "ml_conf")},
+    # blind round 17 (thirty-eighth session): summaries of an area in plain words (some with a
+    # format: "one line each"), the whole collection in a line a paper, a second part whose
+    # pronoun points at the first part's paper, "who else works on this?", nothing there
+    **{f"{c}-round-17": (c, QUESTIONS / f"{c}_round_17.jsonl") for c in ("seed", "arxiv_math", "ml_conf")},
     "scifact-heldout": ("scifact", None),
 }
 # kinds whose every expected paper must be cited (else: any one of them), and kinds where

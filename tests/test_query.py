@@ -601,6 +601,35 @@ def test_each_part_of_a_question_is_read_with_its_own_topic():
     assert q.parts[0].singular  # "which paper studies X" wants one paper: "studies" is its verb
 
 
+@pytest.mark.parametrize("message,asked,word", [
+    ("Who wrote the Kolmogorov-Arnold network paper and what do they prove?", "what do they prove?", "prove"),
+    ("Which paper compresses LLM weights to 2 bits, and how much faster does it decode?",
+     "how much faster does it decode?", "decode"),
+    ("Which papers study sycophancy after RLHF? What do they propose to fix it?",
+     "What do they propose to fix it?", "propose"),
+])
+def test_a_later_part_whose_subject_is_a_pronoun_asks_about_the_first_parts_paper(message, asked, word):
+    q = parse(message, [])
+    assert [p.text for p in q.parts][-1] == asked and not q.parts[-1].topic and q.parts[0].topic
+    # one question, searched and read whole (the pronoun's part says what the paper is about too)
+    assert sum(bool(p.topic) for p in q.parts) == 1 and word in q.topic
+    # a part that describes another paper keeps its own search
+    q = parse("Which paper studies face relighting, and what does the one about spatial transcriptomics do?", [])
+    assert all(p.topic for p in q.parts)
+
+
+@pytest.mark.parametrize("message,topic", [
+    ("Give me a quick rundown of every paper here, one line each", ""),
+    ("Summarize each paper in one sentence", ""),
+    ("quick rundown of everything you've got, a line per paper", ""),
+    ("What is there on agents, as bullet points?", "agents"),
+    ("summarise the causality work in two sentences per paper", "causality"),
+])
+def test_how_a_summary_should_look_is_not_its_topic(message, topic):
+    q = parse(message, [])
+    assert q.intent == "summary" and q.topic == topic
+
+
 @pytest.mark.parametrize("message", [
     "I need the paper proving every closed prime ideal is accessible. When was it published?",
     "what's the paper that splits road networks with PPO, and what's its year?",
@@ -625,7 +654,7 @@ def test_anything_else_asks_beyond_the_papers_shown():
     history = [Turn(role="user", content="What is Top-W?"), Turn(role="assistant", content="x [1]", paper_ids=["A"]),
                Turn(role="user", content="And the KAN paper?"), Turn(role="assistant", content="y [1]", paper_ids=["B"])]
     for message in ("Is there anything else on federated learning?", "Any other papers on sampling?",
-                    "What else is there about causal discovery?"):
+                    "What else is there about causal discovery?", "And who else works on agents here?"):
         q = parse(message, history)
         assert q.beyond_shown == ["B", "A"] and not q.follow_up and not q.references
     assert not parse("What does the other paper do?", history).beyond_shown  # points back at one shown
@@ -634,6 +663,11 @@ def test_anything_else_asks_beyond_the_papers_shown():
         q = parse(message, history)
         assert q.beyond_shown == ["B", "A"] and not q.references
     assert parse("Does it beat the others?", history).references == ["B"]  # about the paper shown
+    # one that points at the topic asked before searches that topic
+    for message in ("Who else works on this?", "other groups on the same problem?"):
+        q = parse(message, history)
+        assert q.beyond_shown == ["B", "A"] and "KAN" in q.topic
+    assert "skew" in parse("More work on skew braces besides that one?", history).topic
     assert not parse("Is it better than other methods?", history).beyond_shown
 
 

@@ -474,6 +474,18 @@ def test_a_summary_topic_s_readings_are_judged_each_on_its_own_yes():
     assert _reader(Says({}), reading_floor=0.5).read_topic("topic", judged, 3, 0.8, 0.0) is None
 
 
+def test_once_one_read_paper_shows_the_topic_is_here_the_others_join_at_the_member_bar():
+    judged = [_judged(pid, 0.2, f"{t}. x") for pid, t in zip("abc", ["First", "Second", "Third"])]
+    mixed = Says({"First": 0.9, "Second": 0.7, "Third": 0.5})
+    read = _reader(mixed).read_topic("topic", judged, 3, threshold=0.8, gate_weight=0.0, member=0.6)
+    assert [j.paper.paper_id for j in read.accepted] == ["a", "b"] and read.threshold == 0.8
+    # none at the topic's bar: nothing is on it, whatever the member bar would take
+    low = Says({"First": 0.75, "Second": 0.7, "Third": 0.7})
+    assert _reader(low).read_topic("topic", judged, 3, 0.8, 0.0, member=0.6).accepted == []
+    # the member bar is never stricter than the topic's
+    assert len(_reader(mixed).read_topic("topic", judged, 3, 0.8, 0.0, member=0.95).accepted) == 1
+
+
 def test_a_summary_holds_the_read_papers_the_model_says_belong(seed_assistant: PaperAssistant):
     engine = seed_assistant.engine
     planner = engine.planner

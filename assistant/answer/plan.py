@@ -182,7 +182,9 @@ class Planner:
         else:
             chosen, reading = self._chosen(q.question or q.message, judged, q.singular, q.plural,
                                            sure=self._named_alone(q, judged))
-        if not chosen and reading is not None and self.policy.second_look_papers > 0:
+        # a listing's candidates were read against its topic, as a summary's: a second look reads
+        # against the question, with a lead over the others, which a listing does not judge by
+        if not chosen and reading is not None and not listing and self.policy.second_look_papers > 0:
             hits, chosen, reading = self._second_look(q, filters, hits, judged, reading)
         if not chosen and reading is None and self._worth_rewriting(judged):
             hits, chosen = self._rewritten(q, filters, hits)
@@ -394,7 +396,7 @@ class Planner:
         if reader is None:
             return None
         return reader.read_topic(topic, judged, papers, self.policy.summary_reading_threshold,
-                                 self.policy.summary_reading_gate_weight)
+                                 self.policy.summary_reading_gate_weight, self.policy.summary_member_threshold)
 
     def _reader_for(self, judged: list[Judged], shown: list[Judged]) -> Optional[Reader]:
         """The model that will read these candidates, once the listener (the page, /v1) has
@@ -426,7 +428,7 @@ class Planner:
         new = [h for h in found if h.paper.paper_id not in seen][: self.policy.second_look_papers]
         more = [gate.get(h.paper.paper_id) or Judged(h, 0.0) for h in new]
         reader = self._reader_for(judged, more) if more else None
-        again = reader.read_more(q.message, reading, more) if reader is not None else None
+        again = reader.read_more(q.question or q.message, reading, more) if reader is not None else None
         if again is None:
             return hits, [], reading
         retrieved = hits + [h for h in new if h.paper.paper_id not in gate]

@@ -19,7 +19,7 @@ from typing import Callable, Optional, Sequence
 
 from ..text import STOPWORDS, capitalised_phrases, distinctive_tokens, enumerated, stems, terms
 from ..types import Intent, Turn
-from .sides import compare_targets, compared_against, describes_a_paper_here
+from .sides import LIST_SPLIT_RE, compare_targets, compared_against, describes_a_paper_here
 
 COMPARE_RE = re.compile(
     r"\b(compare|comparing|comparison|contrast|versus|vs\.?|differ|differs|different from|"
@@ -46,7 +46,7 @@ give gave me us an a the what what's whats which is are was does do did this the
 collection corpus library here there in on about of regarding concerning around into for
 say says said have has contain contains cover covers covered tell show list all any every
 papers paper work works research studies study literature articles findings results
-please can could would you i we want like know brief short quick high-level general some
+please can could would you you've got i we want like know brief short quick high-level general some
 main key overall everything anything written published available
 and or both topics themes areas
 """.split())
@@ -90,11 +90,11 @@ REFERENCE_RE = re.compile(r"(?<![\w\])^_])\[(\d{1,2})\](?![\w\[(^_×*])|"
                           r"(?:#|\b(?:paper|source|reference|number|no\.)\s*)(\d{1,2})\b", re.I)
 # "the other one", "the other paper"
 OTHER_RE = re.compile(rf"\bthe other(?:\s+{NOUN})?\b", re.I)
-# a question for papers beyond those shown: "anything else on X?", "any other papers on Y?",
-# "are there others …?", "more work on X besides that one?" ("the other paper" points back at
-# one shown: OTHER_RE)
-ELSE_RE = re.compile(r"\b(?:anything|something|what|anyone|anybody|any ?one) else\b|\bothers\b|"
-                     r"(?<!the )\bother (?:papers|works?|studies|articles|research)\b|"
+# a question for papers beyond those shown: "anything else on X?", "who else works on it?",
+# "any other papers on Y?", "are there others …?", "more work on X besides that one?" ("the
+# other paper" points back at one shown: OTHER_RE)
+ELSE_RE = re.compile(r"\b(?:anything|something|what|who|anyone|anybody|any ?one) else\b|\bothers\b|"
+                     r"(?<!the )\bother (?:papers|works?|studies|articles|research|groups|teams|labs|people|researchers)\b|"
                      r"\b(?P<besides>besides|apart from|other than) (?:that|this|it|these|those|them)\b", re.I)
 # "the two causal papers you mentioned", "the federated one", "the paper on sycophancy you cited"
 MENTIONED = r"(?:that\s+)?you\s+(?:mentioned|listed|cited|showed|found|gave|named)"
@@ -193,6 +193,17 @@ def wanted(text: str) -> tuple[bool, bool]:
 
 IT_WORDS = {"it", "its", "it's"}  # a part that says "it" points at another part's paper
 POINTING_BACK = IT_WORDS | {"this", "that"}  # "where was this published?", "was that at ICLR?"
+# what a question beyond the papers shown says to point at the topic asked before
+POINTED_TOPIC = POINTING_BACK | {"same"}
+# a later part with one of these as its subject asks about the paper(s) an earlier part asks for
+# ("who wrote the KAN paper, and what do they prove?")
+SUBJECT_PRONOUNS = IT_WORDS | {"they", "their", "them"}
+# how the answer should look, not what it is about: "one line each", "in two sentences",
+# "as bullet points"
+FORMAT_RE = re.compile(r"[,;:]?\s*\b(?:(?:in|with|using)\s+)?(?:(?:one|a|a single|two|three|[1-5])\s+(?:short\s+)?"
+                       r"(?:lines?|sentences?|bullets?|bullet points?|paragraphs?)"
+                       r"(?:\s+(?:each|apiece|per (?:paper|item|entry|one)|for each(?: one| paper)?))?"
+                       r"|(?:as|in)\s+(?:a\s+)?(?:bullets?|bullet points?|bulleted list))\b", re.I)
 
 
 def read_part(text: str) -> Part:
@@ -204,6 +215,22 @@ def read_part(text: str) -> Part:
     metadata = bool(METADATA_PART_RE.search(text) or COUNT_AUTHORS_RE.search(text))
     points_back = metadata and bool(IT_WORDS & set(_words(text)))
     return Part(text, topic if own and not points_back else "", *wanted(text), metadata)
+
+
+def pointing_parts(parts: list[Part]) -> list[Part]:
+    """The parts with each later one whose subject is a pronoun ("…, and what do they prove?",
+    "…, and does it beat X?") made one that searches nothing of its own: it asks about the
+    paper an earlier part asks for. One that describes another paper ("the other one", "the
+    one on Y") keeps its topic."""
+    if len(parts) < 2 or not parts[0].topic:
+        return parts
+    return [replace(p, topic="") if i > 0 and p.topic and _points_back(p.text) else p
+            for i, p in enumerate(parts)]
+
+
+def _points_back(text: str) -> bool:
+    words = set(_words(text))
+    return bool(SUBJECT_PRONOUNS & words) and not POINTING_WORDS & words
 
 
 def dated_parts(message: str, parts: list[Part],
@@ -285,7 +312,7 @@ class Query:
     @property
     def sides(self) -> list[str]:
         """The table topic cut at "," / "and" ("Top-W, Verbalized Sampling and DualGraph")."""
-        return [s for s in SIDES_SPLIT_RE.split(self.table_topic) if s.strip()]
+        return [s for s in LIST_SPLIT_RE.split(self.table_topic) if s.strip()]
 
 
 # A comparison asked for in so many words ("compare", "how does X differ from Y", "the
@@ -938,7 +965,7 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
         intent, refs = "compare", [f for f in refs if f.kind not in (*PRONOUNS, "both", "other")]
     scope = named_categories(message, categories) if intent in ("question", "summary") else None
     unknown = unknown_category(message) if intent in ("question", "summary") and not scope else None
-    text = scope.rest if scope else unknown.rest if unknown else message
+    text = FORMAT_RE.sub(" ", scope.rest if scope else unknown.rest if unknown else message)
     if intent == "question" and not refs and (
             (scope and only_request_words(text)) or asks_for_everything(text) or unknown):
         intent = "summary"  # "What is in the Robotics area?", "What's here?": an overview
@@ -953,6 +980,9 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
               parts=[read_part(p) for p in split_parts(message)], categories=scope.categories if scope else [],
               scope=scope.phrase if scope else "", unknown_category=unknown.phrase if unknown else "")
     q.parts, q.asks_date = dated_parts(message, q.parts, read_asks)
+    # (a part pointing back keeps its words in the question searched and read: "How do they get
+    # exact inference back?" says what the paper is about as much as the part before it)
+    q.parts = pointing_parts(q.parts)
     searched = [p.text for p in q.parts if p.topic or not p.metadata]
     if q.asks_date and intent == "question" and not (scope or unknown) and 0 < len(searched) < len(q.parts):
         # "which paper does X, and what year was it published?": X is what is searched and read
@@ -991,6 +1021,7 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     if beyond and (not q.references or beyond.group("besides")):
         q.beyond_shown = list(dict.fromkeys(i for t in turns if not t.refused for i in t.paper_ids))
         q.references, q.reference, q.follow_up = [], "", []  # not about the papers shown: about others
+        q.topic = _topic_pointed_at(message, history) or q.topic
     q.focus = read_focus(message) if q.follow_up else seen if q.references else None
     if intent == "compare":
         unreferred = _without(message, refs)
@@ -1011,6 +1042,15 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
             rest = table_scope.rest
             q.table_topic = "" if only_request_words(rest) else topic_of(rest)  # "": all of it
     return q
+
+
+def _topic_pointed_at(message: str, history: list[Turn]) -> str:
+    """The topic of the question before, when a question beyond the papers shown points at it
+    ("who else works on this?", "other groups on the same problem?"); "" otherwise."""
+    if not POINTED_TOPIC & set(_words(ELSE_RE.sub(" ", message))):
+        return ""
+    previous = next((t.content for t in reversed(history) if t.role == "user"), "")
+    return question_core(previous) if previous else ""
 
 
 def names_something(side: str) -> bool:
@@ -1068,10 +1108,6 @@ def follow_up_focus(q: Query, history: list[Turn]) -> list[str]:
             or len(last.paper_ids) != 1):
         return []
     return list(last.paper_ids)
-
-
-# "Top-W, Verbalized Sampling and DualGraph": the sides a list of names is cut into
-SIDES_SPLIT_RE = re.compile(r"\s*(?:,|;|&|\band\b)\s*")
 
 
 def _without(message: str, refs: list[_Found]) -> str:

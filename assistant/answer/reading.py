@@ -246,11 +246,12 @@ class Reader:
         return Read(read, [j for j in read if j.p >= model.threshold], model.threshold)
 
     def read_topic(self, topic: str, judged: Sequence[Judged], papers: int, threshold: float,
-                   gate_weight: float) -> Optional[Read]:
-        """A summary's `papers` best candidates read against its topic; each is a member when
-        topic_proba(its gate p, its own yes) reaches `threshold`. No lead: a topic has many
-        papers, and one standing out from the rest says nothing of whether the others belong.
-        None as for read()."""
+                   gate_weight: float, member: Optional[float] = None) -> Optional[Read]:
+        """A summary's `papers` best candidates read against its topic, each judged by
+        topic_proba(its gate p, its own yes): none is a member unless one reaches `threshold`
+        (is the topic in the collection at all?); then each at `member` or more is (which papers
+        belong to it?; `threshold` when None). No lead: a topic has many papers, and one standing
+        out from the rest says nothing of whether the others belong. None as for read()."""
         candidates = list(judged[:papers])
         yes = self._yes_each(topic, judged, candidates)
         if yes is None:
@@ -259,7 +260,10 @@ class Reader:
                         features={**j.features, "gate_p": j.p, "yes": y})
                 for j, y in zip(candidates, yes)]
         read.sort(key=lambda j: -j.p)
-        return Read(read, [j for j in read if j.p >= threshold], threshold)
+        if not read or read[0].p < threshold:
+            return Read(read, [], threshold)
+        bar = threshold if member is None else min(member, threshold)
+        return Read(read, [j for j in read if j.p >= bar], threshold)
 
 
 def topic_proba(gate_p: float, yes: float, gate_weight: float) -> float:
