@@ -618,16 +618,32 @@ def test_a_later_part_whose_subject_is_a_pronoun_asks_about_the_first_parts_pape
     assert all(p.topic for p in q.parts)
 
 
+@pytest.mark.parametrize("message", [
+    "(1) In the paper on Betti numbers, what's the method? (2) For the orbifold Chern character work, "
+    "what theorem do they prove?",
+    "Which paper picks tokens by optimal transport, and what's the trick in the data assimilation paper "
+    "that lets it reuse any forecast model?",
+    "Is there an algorithm for the Zariski closure of a matrix group? Also, what do they find about "
+    "Baumslag-Solitar groups?",
+])
+def test_a_later_part_that_names_its_own_paper_keeps_its_search(message):
+    # numbered parts, a part naming its paper, or one that says it is another question
+    assert sum(bool(p.topic) for p in parse(message, []).parts) == 2
+
+
 @pytest.mark.parametrize("message,topic", [
     ("Give me a quick rundown of every paper here, one line each", ""),
     ("Summarize each paper in one sentence", ""),
     ("quick rundown of everything you've got, a line per paper", ""),
+    ("summarise the causality work in two sentences per paper", "causality"),
     ("What is there on agents, as bullet points?", "agents"),
     ("summarise the causality work in two sentences per paper", "causality"),
 ])
 def test_how_a_summary_should_look_is_not_its_topic(message, topic):
     q = parse(message, [])
     assert q.intent == "summary" and q.topic == topic
+    # a count of lines is a format only after "in" or before "each"
+    assert "paragraph" in parse("Can a neural model put the sentences of a paragraph back in order?", []).topic
 
 
 @pytest.mark.parametrize("message", [
@@ -668,6 +684,7 @@ def test_anything_else_asks_beyond_the_papers_shown():
         q = parse(message, history)
         assert q.beyond_shown == ["B", "A"] and "KAN" in q.topic
     assert "skew" in parse("More work on skew braces besides that one?", history).topic
+    assert "spectral" in parse("What else is there that relies on spectral features?", history).topic
     assert not parse("Is it better than other methods?", history).beyond_shown
 
 

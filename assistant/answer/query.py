@@ -193,16 +193,18 @@ def wanted(text: str) -> tuple[bool, bool]:
 
 IT_WORDS = {"it", "its", "it's"}  # a part that says "it" points at another part's paper
 POINTING_BACK = IT_WORDS | {"this", "that"}  # "where was this published?", "was that at ICLR?"
-# what a question beyond the papers shown says to point at the topic asked before
-POINTED_TOPIC = POINTING_BACK | {"same"}
+# what a question beyond the papers shown may say without naming a topic ("is anyone else
+# working on it?")
+ACTIVITY_WORDS = {"working", "researching", "studying", "looking"}
 # a later part with one of these as its subject asks about the paper(s) an earlier part asks for
 # ("who wrote the KAN paper, and what do they prove?")
 SUBJECT_PRONOUNS = IT_WORDS | {"they", "their", "them"}
 # how the answer should look, not what it is about: "one line each", "in two sentences",
-# "as bullet points"
-FORMAT_RE = re.compile(r"[,;:]?\s*\b(?:(?:in|with|using)\s+)?(?:(?:one|a|a single|two|three|[1-5])\s+(?:short\s+)?"
-                       r"(?:lines?|sentences?|bullets?|bullet points?|paragraphs?)"
-                       r"(?:\s+(?:each|apiece|per (?:paper|item|entry|one)|for each(?: one| paper)?))?"
+# "as bullet points"; a count of lines is one only after "in" or before "each" ("a paragraph
+# back into order" is a topic)
+LINES = r"(?:one|a|a single|two|three|[1-5])\s+(?:short\s+)?(?:lines?|sentences?|bullets?|bullet points?|paragraphs?)"
+EACH = r"(?:each|apiece|per (?:paper|item|entry|one)|for each(?: one| paper)?)"
+FORMAT_RE = re.compile(rf"[,;:]?\s*\b(?:(?:in|with|using)\s+{LINES}(?:\s+{EACH})?|{LINES}\s+{EACH}"
                        r"|(?:as|in)\s+(?:a\s+)?(?:bullets?|bullet points?|bulleted list))\b", re.I)
 
 
@@ -217,12 +219,13 @@ def read_part(text: str) -> Part:
     return Part(text, topic if own and not points_back else "", *wanted(text), metadata)
 
 
-def pointing_parts(parts: list[Part]) -> list[Part]:
+def pointing_parts(message: str, parts: list[Part]) -> list[Part]:
     """The parts with each later one whose subject is a pronoun ("…, and what do they prove?",
     "…, and does it beat X?") made one that searches nothing of its own: it asks about the
-    paper an earlier part asks for. One that describes another paper ("the other one", "the
-    one on Y") keeps its topic."""
-    if len(parts) < 2 or not parts[0].topic:
+    paper an earlier part asks for. Parts the message numbers ("(1) … (2) …") are questions of
+    their own, and so is one that names its paper ("the data assimilation paper that lets it
+    …", "the other one") or says it is another question ("Also, what do they find about Y?")."""
+    if len(parts) < 2 or not parts[0].topic or enumerated(message):
         return parts
     return [replace(p, topic="") if i > 0 and p.topic and _points_back(p.text) else p
             for i, p in enumerate(parts)]
@@ -230,7 +233,7 @@ def pointing_parts(parts: list[Part]) -> list[Part]:
 
 def _points_back(text: str) -> bool:
     words = set(_words(text))
-    return bool(SUBJECT_PRONOUNS & words) and not POINTING_WORDS & words
+    return bool(SUBJECT_PRONOUNS & words) and not POINTING_TERMS & words and not ANOTHER_PART_RE.search(text)
 
 
 def dated_parts(message: str, parts: list[Part],
@@ -982,7 +985,7 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     q.parts, q.asks_date = dated_parts(message, q.parts, read_asks)
     # (a part pointing back keeps its words in the question searched and read: "How do they get
     # exact inference back?" says what the paper is about as much as the part before it)
-    q.parts = pointing_parts(q.parts)
+    q.parts = pointing_parts(message, q.parts)
     searched = [p.text for p in q.parts if p.topic or not p.metadata]
     if q.asks_date and intent == "question" and not (scope or unknown) and 0 < len(searched) < len(q.parts):
         # "which paper does X, and what year was it published?": X is what is searched and read
@@ -1045,9 +1048,10 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
 
 
 def _topic_pointed_at(message: str, history: list[Turn]) -> str:
-    """The topic of the question before, when a question beyond the papers shown points at it
-    ("who else works on this?", "other groups on the same problem?"); "" otherwise."""
-    if not POINTED_TOPIC & set(_words(ELSE_RE.sub(" ", message))):
+    """The topic of the question before, when a question beyond the papers shown names none of
+    its own ("who else works on this?", "other groups on the same problem?", "anything
+    else?"); "" otherwise."""
+    if [t for t in terms(ELSE_RE.sub(" ", message)) if t not in POINTING_TERMS | ACTIVITY_WORDS]:
         return ""
     previous = next((t.content for t in reversed(history) if t.role == "user"), "")
     return question_core(previous) if previous else ""
