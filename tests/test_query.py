@@ -636,8 +636,10 @@ def test_a_later_part_that_names_its_own_paper_keeps_its_search(message):
     ("Summarize each paper in one sentence", ""),
     ("quick rundown of everything you've got, a line per paper", ""),
     ("summarise the causality work in two sentences per paper", "causality"),
+    ("Summarize the work on text-to-SQL, briefly.", "text-to-SQL"),
     ("What is there on agents, as bullet points?", "agents"),
     ("summarise the causality work in two sentences per paper", "causality"),
+    ("Summarize the work on text-to-SQL, briefly.", "text-to-SQL"),
 ])
 def test_how_a_summary_should_look_is_not_its_topic(message, topic):
     q = parse(message, [])

@@ -47,7 +47,7 @@ collection corpus library here there in on about of regarding concerning around 
 say says said have has contain contains cover covers covered tell show list all any every
 papers paper work works research studies study literature articles findings results
 please can could would you you've got i we want like know brief short quick high-level general some
-main key overall everything anything written published available
+main key overall everything anything written published available briefly
 and or both topics themes areas
 """.split())
 # How people ask whether the literature has something, not what they ask about.
