@@ -22,7 +22,7 @@ from ..types import Filters, Hit, Intent, LiteratureTable, Paper, TableRow, Turn
 from . import compose
 from .evidence import SentenceEmbeddings, Source, evidence_for, safe_sentences
 from .intent import asks_model, best, default_model as intent_model, focus_model, message_vectors
-from .query import Query, parse, rules_decide, rules_then_model, shown_lists
+from .query import Query, parse, previous_user_message, rules_decide, rules_then_model, shown_lists
 from .reading import MAY_ANSWER, Read, Reader
 from .relevance import POSSESSIVE_RE, Judge, Judged, authors_named, authors_referred
 from .sides import describes_a_paper_here
@@ -1030,10 +1030,6 @@ def mentions(name: str, paper: Paper) -> bool:
     """Does the paper's text contain the name in its singular form, inside a longer word too?"""
     stem = name.lower().removesuffix("s") if len(name) > 3 else name.lower()
     return stem in f"{paper.title} {paper.abstract}".lower()
-
-
-def previous_user_message(history: list[Turn]) -> str:
-    return next((t.content for t in reversed(history) if t.role == "user"), "")
 
 
 def safe_first(paper: Paper) -> list[str]:

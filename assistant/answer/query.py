@@ -1053,8 +1053,12 @@ def _topic_pointed_at(message: str, history: list[Turn]) -> str:
     else?"); "" otherwise."""
     if [t for t in terms(ELSE_RE.sub(" ", message)) if t not in POINTING_TERMS | ACTIVITY_WORDS]:
         return ""
-    previous = next((t.content for t in reversed(history) if t.role == "user"), "")
+    previous = previous_user_message(history)
     return question_core(previous) if previous else ""
+
+
+def previous_user_message(history: list[Turn]) -> str:
+    return next((t.content for t in reversed(history) if t.role == "user"), "")
 
 
 def names_something(side: str) -> bool:
