@@ -122,6 +122,9 @@ DEFAULT_SETS = {
     # format: "one line each"), the whole collection in a line a paper, a second part whose
     # pronoun points at the first part's paper, "who else works on this?", nothing there
     **{f"{c}-round-17": (c, QUESTIONS / f"{c}_round_17.jsonl") for c in ("seed", "arxiv_math", "ml_conf")},
+    # blind round 18 (thirty-ninth session): "and what about X?" after a question, comparisons
+    # with one side told loosely ("the original one"), questions in a newcomer's words, nothing there
+    **{f"{c}-round-18": (c, QUESTIONS / f"{c}_round_18.jsonl") for c in ("seed", "arxiv_math", "ml_conf")},
     "scifact-heldout": ("scifact", None),
 }
 # kinds whose every expected paper must be cited (else: any one of them), and kinds where

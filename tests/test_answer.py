@@ -17,7 +17,7 @@ from assistant import Filters, Hit, PaperAssistant, Paper, Turn, load_settings
 from assistant.config import SEED_CORPUS
 from assistant.llm import BackendError
 from assistant.answer import AnswerEngine
-from assistant.answer.sides import COPY_WORDS, copied_sides, copy_grammar
+from assistant.answer.sides import COPY_WORDS, copied_sides, copy_grammar, stand_ins
 from assistant.answer.plan import assign_sides
 from assistant.answer.relevance import Judged
 from assistant.answer.evidence import Source
@@ -752,6 +752,23 @@ def test_the_sides_the_model_writes_must_be_words_of_the_message():
     assert copied_sides("DualGraph\nthe quantum annealing memory paper", message) == []
     # the model copying the whole request back gives no side
     assert copied_sides(f"Paper 1: {message}\nPaper 2: DualGraph", message) == []
+
+
+def test_a_copied_side_stands_in_only_for_the_side_it_shares_words_with():
+    """The model's copies come in their own order: each stands in for the side found nowhere
+    whose words it shares, never for a side the phrase reading found."""
+    capsules = ["capsule network uses EM routing", "original dynamic routing"]
+    assert stand_ins(capsules[1:], capsules[:1], ["Capsule Network Paper", "Dynamic Routing"]) == {
+        "original dynamic routing": "Dynamic Routing"}
+    voices = ["deep voice 3 is fully convolutional", "deep voice 2's speaker embeddings"]
+    assert stand_ins(voices[1:], voices[:1], ["Deep Voice 2", "Deep Voice 3"]) == {
+        voices[1]: "Deep Voice 2"}
+    # a copy closer to a found side, or two copies as close as each other, stand in for nothing
+    assert stand_ins(voices[1:], voices[:1], ["Deep Voice 3", "fully convolutional"]) == {}
+    assert stand_ins(["the original one"], ["Top-W"], ["Top-W", "Verbalized Sampling"]) == {}
+    # a side found that no copy confirms (a piece the phrase reading cut) keeps no stand-in
+    assert stand_ins(["Zemel's stable higher Specht polynomials paper just"], ["infinitely many variables"],
+                     ["Zemel's stable higher Specht polynomials", "generalized higher Specht construction"]) == {}
 
 
 def test_what_the_model_writes_to_choose_papers_is_written_greedily():

@@ -25,7 +25,7 @@ from .intent import asks_model, best, default_model as intent_model, focus_model
 from .query import Query, parse, previous_user_message, rules_decide, rules_then_model, shown_lists
 from .reading import MAY_ANSWER, Read, Reader
 from .relevance import POSSESSIVE_RE, Judge, Judged, authors_named, authors_referred
-from .sides import describes_a_paper_here
+from .sides import describes_a_paper_here, stand_ins
 from .table import table_cells, table_markdown
 from .naming import (ASIDE_RE, abbreviates_head, acronyms_in, content_words, dated, defines, holds_title,
                      is_name, named_in_abstract, names_paper, names_title, new_terms, only_a_name,
@@ -588,6 +588,12 @@ class Planner:
             # for "how does A compare to B", whose B (often work from elsewhere) keeps a
             # question's bar: its sides are read by structure
             sides = [s for s in self.side_reader(q.message) if not any(names_paper(s, p) for p in focus)]
+            standing = stand_ins(missing, [t for t in targets if t not in missing], sides) if papers else {}
+            if missing and len(standing) == len(missing):
+                # the phrase reading found some sides: they stay, and a copy stands in only for
+                # each side found nowhere ("the capsule paper that uses EM routing" keeps its
+                # paper; "the original dynamic routing one" becomes "Dynamic Routing")
+                sides = [standing.get(t, t) for t in targets]
             found = self._sides(sides, focus, filters, shown)
             if len(found[0]) >= 2 and (len(found[0]) > len(papers) or not found[1]):
                 papers, missing, retrieved = found  # never one paper: that is no comparison

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 
-from ..text import enumerated, has_words, normalise, terms
+from ..text import enumerated, has_words, normalise, stems, terms
 
 # a clause after the names says how to compare, not what: "... as views on LLM failure modes"
 HOW = r"\s+(?:as|in terms of|with respect to|regarding|on how|in how|in what|when it comes to)\s+.*$"
@@ -269,6 +269,29 @@ def described_sides(body: str) -> list[str]:
 
 SIDE_WORDS_TOKENS = 48  # what the model may write for the sides of a comparison (a few short lines)
 LIST_MARK_RE = re.compile(r"^\s*(?:[-*•]|\d+[.)]|\(\d+\)|paper\s+\d+\s*:)\s*", re.I)
+
+
+def stand_ins(missing: list[str], found: list[str], copied: list[str]) -> dict[str, str]:
+    """For each side the phrase reading found no paper for (`missing`), the model's copied side
+    (`copied`) that shares the most content words with it, more than any other copy does and more
+    than it shares with any side that was found: "the original dynamic routing one" → "Dynamic
+    Routing", not "Capsule Network Paper". Copies are not in the phrase reading's order, so
+    they are matched by their words. A missing side no copy stands in for is left out; {} when
+    a side that was found shares no word with the copies left over."""
+    def shared(a: str, b: str) -> int:
+        return len(stems(" ".join(terms(a))) & stems(" ".join(terms(b))))
+    chosen: dict[str, str] = {}
+    for side in missing:
+        scores = sorted(((shared(side, c), c) for c in copied), reverse=True)
+        if not scores or scores[0][0] == 0 or (len(scores) > 1 and scores[1][0] == scores[0][0]):
+            continue
+        best = scores[0][1]
+        if all(shared(best, other) < scores[0][0] for other in found) and best not in chosen.values():
+            chosen[side] = best
+    # the sides found stay only when the copy confirms them: each shares words with a copy left
+    # over ("infinitely many variables", a piece the phrase reading cut, is in no copy)
+    rest = [c for c in copied if c not in chosen.values()]
+    return chosen if all(any(shared(side, c) for c in rest) for side in found) else {}
 
 
 def copied_sides(written: str, message: str) -> list[str]:
