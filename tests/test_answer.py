@@ -18,7 +18,7 @@ from assistant.config import SEED_CORPUS
 from assistant.llm import BackendError
 from assistant.answer import AnswerEngine
 from assistant.answer.sides import COPY_WORDS, copied_sides, copy_grammar, stand_ins
-from assistant.answer.plan import assign_sides
+from assistant.answer.plan import as_hit, assign_sides
 from assistant.answer.relevance import Judged
 from assistant.answer.evidence import Source
 from assistant.text import split_sentences
@@ -752,6 +752,37 @@ def test_the_sides_the_model_writes_must_be_words_of_the_message():
     assert copied_sides("DualGraph\nthe quantum annealing memory paper", message) == []
     # the model copying the whole request back gives no side
     assert copied_sides(f"Paper 1: {message}\nPaper 2: DualGraph", message) == []
+
+
+def test_a_side_whose_papers_another_side_took_is_looked_for_again_without_them(pa, monkeypatch):
+    """"the original conditional PixelCNN one" names PixelCNN++ first, which the other side took:
+    looked for again without it, the side is the paper its words describe."""
+    planner = pa.engine.planner
+    judged = {p.authors[0]: Judged(as_hit(p), 0.9) for p in pa.store.papers().values()}
+    first, second = judged["Arash Gholamidavoodi"], judged["Jiayi Zhang"]
+    looked = []
+
+    def side_options(target, filters, names_only=False, asserted=True, found=None):
+        looked.append((target, found is not None))
+        if found is None:  # both sides name the first paper
+            return [first], [first.hit]
+        (_, candidates), named = found
+        assert first.paper.paper_id not in {c.paper.paper_id for c in candidates + named}
+        return [second], [second.hit]
+
+    monkeypatch.setattr(planner, "_side_options", side_options)
+    monkeypatch.setattr(planner, "_found_named", lambda target, filters: (([first.hit, second.hit], [first, second]), [first]))
+    papers, missing, _ = planner._sides(["the truncation paper", "the original sampling one"], [], None, set())
+    assert [p.authors[0] for p in papers] == ["Arash Gholamidavoodi", "Jiayi Zhang"] and missing == []
+    assert looked[-1] == ("the original sampling one", True)
+    # a side written as a name is a paper found again only if its title has the name
+    papers, missing, _ = planner._sides(["the truncation paper", "DualGraph"], [], None, set())
+    assert [p.authors[0] for p in papers] == ["Arash Gholamidavoodi"] and missing == ["DualGraph"]
+    # a side that finds nothing else stays missing
+    monkeypatch.setattr(planner, "_side_options", lambda target, filters, names_only=False, asserted=True, found=None:
+                        ([first], [first.hit]) if found is None else ([], []))
+    papers, missing, _ = planner._sides(["the truncation paper", "QTIP"], [], None, set())
+    assert [p.authors[0] for p in papers] == ["Arash Gholamidavoodi"] and missing == ["QTIP"]
 
 
 def test_a_copied_side_stands_in_only_for_the_side_it_shares_words_with():

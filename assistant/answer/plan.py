@@ -17,7 +17,7 @@ import numpy as np
 from ..config import Settings
 from ..retrieve import Retriever
 from ..similar import find_similar
-from ..text import acronym, terms
+from ..text import acronym, distinctive_tokens, has_words, terms
 from ..types import Filters, Hit, Intent, LiteratureTable, Paper, TableRow, Turn
 from . import compose
 from .evidence import SentenceEmbeddings, Source, evidence_for, safe_sentences
@@ -654,8 +654,35 @@ class Planner:
             options.append(accepted)
             retrieved.extend(h for h in (hits if accepted else hits[:2]) if h not in retrieved)
         found = assign_sides(options, taken={p.paper_id for p in focus}, shown=shown)
+        found = self._sides_taken(kept, options, found, focus, filters, names_only, against)
         papers = list(focus) + [j.paper for j in found if j is not None]
         return papers, [t for t, j in zip(kept, found) if j is None], retrieved
+
+    def _sides_taken(self, targets: list[str], options: list[list[Judged]], found: list[Optional[Judged]],
+                     focus: list[Paper], filters, names_only: bool, against: str) -> list[Optional[Judged]]:
+        """`found` with each side left out because every paper it may be went to another side
+        looked for again without those papers: "Compare the PixelCNN++ tweaks paper with the
+        original conditional PixelCNN one": "PixelCNN" names PixelCNN++ first, which the first side
+        took; without it, the side is the paper its words describe (*Conditional Image Generation
+        with PixelCNN Decoders*), judged as a described side is."""
+        taken = {p.paper_id for p in focus} | {j.paper.paper_id for j in found if j is not None}
+        found = list(found)
+        for i, (target, opts, j) in enumerate(zip(targets, options, found)):
+            if j is not None or not opts or not {o.paper.paper_id for o in opts} <= taken:
+                continue
+            (hits, judged), named = self._found_named(target, filters)
+            rest = ((hits, [c for c in judged if c.paper.paper_id not in taken]),
+                    [n for n in named if n.paper.paper_id not in taken])
+            again, _ = self._side_options(target, filters, names_only, asserted=not focus and target != against,
+                                          found=rest)
+            # a name both papers write names the one whose title has it ("PixelCNN": *Conditional
+            # Image Generation with PixelCNN Decoders*); "double DQN" is no paper that only uses DQN
+            names = distinctive_tokens(ASIDE_RE.sub("", target))
+            found[i] = next((o for o in again if o.paper.paper_id not in taken
+                             and all(has_words(o.paper.title, n) for n in names)), None)
+            if found[i] is not None:
+                taken.add(found[i].paper.paper_id)
+        return found
 
     def _side_options(self, target: str, filters, names_only: bool = False,
                       asserted: bool = True, found: Optional[tuple] = None) -> tuple[list[Judged], list[Hit]]:
@@ -703,7 +730,10 @@ class Planner:
         `by_initials` False: not by initials, which a field's own terms spell too ("LLM" for
         "Large language models often …")."""
         bare = ASIDE_RE.sub("", target)
-        introduced = named_in_abstract(target, judged)
+        # a one-word name before a remark ("ENAS (searching for a path inside …)") is that name;
+        # "least squares GANs (LSGAN)" is not "least squares GANs" alone
+        introduced = named_in_abstract(target, judged) or (
+            named_in_abstract(bare.strip(), judged) if len(bare.split()) == 1 else [])
         ways = (
             lambda: [j for j in judged if title_names(target, j.paper, initials=False)
                      or holds_title(target, j.paper) or abbreviates_head(target.strip(), j.paper.title)],
