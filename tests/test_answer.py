@@ -760,27 +760,31 @@ def test_a_side_whose_papers_another_side_took_is_looked_for_again_without_them(
     planner = pa.engine.planner
     judged = {p.authors[0]: Judged(as_hit(p), 0.9) for p in pa.store.papers().values()}
     first, second = judged["Arash Gholamidavoodi"], judged["Jiayi Zhang"]
-    looked = []
+    looked, searched = [], []
 
     def side_options(target, filters, names_only=False, asserted=True, found=None):
-        looked.append((target, found is not None))
-        if found is None:  # both sides name the first paper
-            return [first], [first.hit]
         (_, candidates), named = found
-        assert first.paper.paper_id not in {c.paper.paper_id for c in candidates + named}
-        return [second], [second.hit]
+        retried = first.paper.paper_id not in {c.paper.paper_id for c in candidates + named}
+        looked.append((target, retried))
+        return ([second], [second.hit]) if retried else ([first], [first.hit])  # both sides name the first
+
+    def found_named(target, filters):
+        searched.append(target)
+        return ([first.hit, second.hit], [first, second]), [first]
 
     monkeypatch.setattr(planner, "_side_options", side_options)
-    monkeypatch.setattr(planner, "_found_named", lambda target, filters: (([first.hit, second.hit], [first, second]), [first]))
+    monkeypatch.setattr(planner, "_found_named", found_named)
     papers, missing, _ = planner._sides(["the truncation paper", "the original sampling one"], [], None, set())
     assert [p.authors[0] for p in papers] == ["Arash Gholamidavoodi", "Jiayi Zhang"] and missing == []
     assert looked[-1] == ("the original sampling one", True)
+    # each side is searched once: the retry filters the side's own candidates
+    assert searched == ["the truncation paper", "the original sampling one"]
     # a side written as a name is a paper found again only if its title has the name
     papers, missing, _ = planner._sides(["the truncation paper", "DualGraph"], [], None, set())
     assert [p.authors[0] for p in papers] == ["Arash Gholamidavoodi"] and missing == ["DualGraph"]
     # a side that finds nothing else stays missing
     monkeypatch.setattr(planner, "_side_options", lambda target, filters, names_only=False, asserted=True, found=None:
-                        ([first], [first.hit]) if found is None else ([], []))
+                        ([first], [first.hit]) if first in found[0][1] else ([], []))
     papers, missing, _ = planner._sides(["the truncation paper", "QTIP"], [], None, set())
     assert [p.authors[0] for p in papers] == ["Arash Gholamidavoodi"] and missing == ["QTIP"]
 

@@ -646,35 +646,35 @@ class Planner:
         names_only = len(focus) >= 2
         options, kept, retrieved = [], [], []
         for target in targets:
-            accepted, hits = self._side_options(target, filters, names_only,
-                                                asserted=not focus and target != against)
+            side = _Side(target, self._found_named(target, filters), not focus and target != against)
+            accepted, hits = self._side_options(target, filters, names_only, side.asserted, side.searched)
             if names_only and not accepted:
                 continue
-            kept.append(target)
+            kept.append(side)
             options.append(accepted)
             retrieved.extend(h for h in (hits if accepted else hits[:2]) if h not in retrieved)
         found = assign_sides(options, taken={p.paper_id for p in focus}, shown=shown)
-        found = self._sides_taken(kept, options, found, focus, filters, names_only, against)
+        found = self._sides_taken(kept, options, found, focus, filters, names_only)
         papers = list(focus) + [j.paper for j in found if j is not None]
-        return papers, [t for t, j in zip(kept, found) if j is None], retrieved
+        return papers, [side.target for side, j in zip(kept, found) if j is None], retrieved
 
-    def _sides_taken(self, targets: list[str], options: list[list[Judged]], found: list[Optional[Judged]],
-                     focus: list[Paper], filters, names_only: bool, against: str) -> list[Optional[Judged]]:
+    def _sides_taken(self, sides: list["_Side"], options: list[list[Judged]], found: list[Optional[Judged]],
+                     focus: list[Paper], filters, names_only: bool) -> list[Optional[Judged]]:
         """`found` with each side left out because every paper it may be went to another side
         looked for again without those papers: "Compare the PixelCNN++ tweaks paper with the
         original conditional PixelCNN one": "PixelCNN" names PixelCNN++ first, which the first side
         took; without it, the side is the paper its words describe (*Conditional Image Generation
-        with PixelCNN Decoders*), judged as a described side is."""
+        with PixelCNN Decoders*), judged as a described side is. The side's search is not run
+        again: its candidates are filtered."""
         taken = {p.paper_id for p in focus} | {j.paper.paper_id for j in found if j is not None}
         found = list(found)
-        for i, (target, opts, j) in enumerate(zip(targets, options, found)):
+        for i, (side, opts, j) in enumerate(zip(sides, options, found)):
             if j is not None or not opts or not {o.paper.paper_id for o in opts} <= taken:
                 continue
-            (hits, judged), named = self._found_named(target, filters)
+            target, ((hits, judged), named) = side.target, side.searched
             rest = ((hits, [c for c in judged if c.paper.paper_id not in taken]),
                     [n for n in named if n.paper.paper_id not in taken])
-            again, _ = self._side_options(target, filters, names_only, asserted=not focus and target != against,
-                                          found=rest)
+            again, _ = self._side_options(target, filters, names_only, side.asserted, found=rest)
             # a name both papers write names the one whose title has it ("PixelCNN": *Conditional
             # Image Generation with PixelCNN Decoders*); "double DQN" is no paper that only uses DQN
             names = distinctive_tokens(ASIDE_RE.sub("", target))
@@ -1035,6 +1035,16 @@ def whole_category(q: Query, focus: list[Paper]) -> bool:
     """A table of every paper of the category the message named ("a table of the papers in the
     LLM category"), not of a topic, of papers pointed at, or of the last answer's papers."""
     return bool(q.categories) and not q.table_topic and not focus and not q.table_of_previous
+
+
+@dataclass
+class _Side:
+    """One side of a comparison while its paper is chosen: its words, their search
+    (`Planner._found_named`), and whether the message says it is a paper here."""
+
+    target: str
+    searched: tuple
+    asserted: bool
 
 
 def assign_sides(options: list[list[Judged]], taken: set[str],
