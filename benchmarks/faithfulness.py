@@ -56,7 +56,7 @@ ML_EXTRA = ["Summarize the papers on adversarial robustness.",
 # (file, first, stop) of the single-turn answerable summaries and comparisons of each file.
 # "first": the 34 questions of the first two labelled rounds; "second": other questions of the
 # same blind sets (none asked in the first), for a new round of more than 150 shown sentences;
-# "third": a set written for round 7; "fourth": one written for round 8.
+# "third": a set written for round 7; "fourth": one written for round 8; "fifth": round 9.
 QUESTION_SETS = {
     "first": {"seed": [("seed_field_summaries.jsonl", 0, 6), ("seed_test.jsonl", 0, 3),
                        ("seed_compare_dev.jsonl", 0, 6)],
@@ -71,6 +71,8 @@ QUESTION_SETS = {
     "third": {"seed": [("seed_faith_5.jsonl", 0, 12)], "ml_conf": [("ml_conf_faith_5.jsonl", 0, 24)]},
     # written blind for round 8 (twenty-sixth session)
     "fourth": {"seed": [("seed_faith_8.jsonl", 0, 24)], "ml_conf": [("ml_conf_faith_8.jsonl", 0, 48)]},
+    # written blind for round 9 (fortieth session)
+    "fifth": {"seed": [("seed_faith_9.jsonl", 0, 24)], "ml_conf": [("ml_conf_faith_9.jsonl", 0, 48)]},
 }
 PROSE_HEADINGS = ("**Synthesis.** ", "**In short.** ")
 EXTRACTS_HEADING = "Extracts from"
