@@ -204,6 +204,26 @@ def test_summary_groups_an_area_and_cites_every_paper(pa):
     assert "4 of the 20 papers" in answer.answer and "*causal inference*" in answer.answer
 
 
+@pytest.mark.parametrize("message,topic,authors", [
+    # how they differ is asked of the topic's papers: a summary of them, not a comparison of two
+    ("What does this collection have on causal inference, and how do the approaches differ in the "
+     "assumptions they lean on?", "causal inference",
+     {"Ambroise Heurtebise", "Rémi Khellaf", "Alek Fröhlich", "Dimitri Meunier"}),
+    # the clause read as the topic points back ("it", "they") and its own words find nothing:
+    # the clause it points at is the topic
+    ("I'm new to federated learning. What's in here that touches it?", "federated learning",
+     {"Rémi Khellaf", "zhixuan ma"}),
+    ("give me the gist of the work on LLM-based agents in these papers — what problems are they "
+     "going after?", "LLM-based agents", None),
+])
+def test_a_summary_takes_the_clause_the_collection_has_papers_on(pa, message, topic, authors):
+    answer = pa.ask(message)
+    assert answer.intent == "summary" and not answer.abstained, answer.answer[:300]
+    assert f"*{topic}*" in answer.answer.split("\n")[0], answer.answer[:200]
+    if authors is not None:
+        assert set(first_authors(answer)) == authors
+
+
 LLM_CATEGORY = "Deep Learning · Large Language Models"
 
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.answer.query import detect_intent, parse, question_core, topic_of, wanted
+from assistant.answer.query import (detect_intent, parse, question_core, topic_alternatives, topic_of,
+                                    wanted)
 
 
 @pytest.mark.parametrize("message,core", [
@@ -994,3 +995,25 @@ def test_a_summary_word_inside_questions_for_one_paper_each_names_a_paper():
     assert q.intent == "question" and len(q.parts) == 2
     # a request for a survey stays one
     assert parse("Give me a survey of the Kakeya papers, and which one is the newest?", []).intent == "summary"
+
+
+@pytest.mark.parametrize("message,intent", [
+    # how a topic's papers differ: a summary of them
+    ("What does this collection have on capsule networks, and how do the different capsule papers "
+     "differ from each other?", "summary"),
+    ("Which papers build CNNs for data on a sphere? How do their constructions differ?", "summary"),
+    # two sides after all
+    ("the two Littlewood-Offord papers — how do their approaches differ?", "compare"),
+    ("How does the survey of the Kakeya proof differ from Wolff's hairbrush paper?", "compare"),
+    ("Which papers compare KANs with MLPs, and how do they differ?", "compare"),
+])
+def test_how_a_topics_papers_differ_is_a_summary_of_them(message, intent):
+    assert detect_intent(message) == intent
+
+
+def test_a_topic_clause_that_points_back_offers_the_other_clauses():
+    assert topic_of("I'm new to federated learning. What's in here that touches it?") == "touches"
+    assert topic_alternatives("I'm new to federated learning. What's in here that touches it?") == [
+        "federated learning"]
+    # no pronoun: the clause read is the topic, with nothing else to weigh
+    assert topic_alternatives("Summarize the papers on causal inference. A paragraph is fine.") == []

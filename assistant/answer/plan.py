@@ -474,6 +474,8 @@ class Planner:
             return self._themed(plan, self._themes(list(focus), q.topic), q.topic, compose.shown_listing)
         if not q.topic:  # "Summarize this collection", "Which papers are in the Robotics area?"
             return self._overview(plan, q, filters)
+        q = self._topic_found(q, filters, max(k or 0, self.policy.summary_candidates))
+        plan.query = q.topic
         hits, judged = self._beyond_shown(q, *self._judged(q.topic, filters, max(k or 0, self.policy.summary_candidates),
                                                            topic=True))
         plan.retrieved = hits
@@ -485,6 +487,22 @@ class Planner:
         total = len(self.store.papers())
         return self._themed(plan, grouped, q.topic, lambda themed: compose.summary_listing(
             q.topic, themed, matching, total, q.scope))
+
+    def _topic_found(self, q: Query, filters, k: int) -> Query:
+        """The query with the topic the collection has papers on: when the clause read as the
+        topic points back at another ("… What's in here that touches it?") and its own words
+        find no paper the gate would list in a summary, the first other clause whose best
+        candidate the gate would cite ("federated learning")."""
+        if not q.topic_alternatives or self._best_p(q.topic, filters, k) >= self.judge.summary_threshold:
+            return q
+        for other in q.topic_alternatives:
+            if self._best_p(other, filters, k) >= self.judge.threshold:
+                return replace(q, topic=other, topic_alternatives=[])
+        return q
+
+    def _best_p(self, topic: str, filters, k: int) -> float:
+        judged = self._judged(topic, filters, k, topic=True)[1]
+        return judged[0].p if judged else 0.0
 
     def _topic_members(self, topic: str, judged: list[Judged]) -> tuple[list[Judged], Optional[Read]]:
         """A topic's papers (a summary's, a topic table's) and the model's reading of its best

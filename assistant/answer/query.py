@@ -290,6 +290,7 @@ class Query:
     categories: list[str] = field(default_factory=list)  # categories named as such: a filter
     scope: str = ""  # how the message named them ("the Applications area")
     unknown_category: str = ""  # a category named as one that the collection lacks ("the NLP area")
+    topic_alternatives: list[str] = field(default_factory=list)  # a summary's other clauses (topic_alternatives)
     paper_id: str = ""  # an explicit paper id ("more like id: h6a909e7d1eee", the page's button)
     similar_target: str = ""  # what "more like …" names ("Top-W"); "" for "more like this"
     table_topic: str = ""  # what a table is about ("causal inference"), "" when it names no topic
@@ -345,6 +346,31 @@ def compare_asked(message: str) -> str:
     return "words" if ASKS_TO_COMPARE_RE.search(message) else ""
 
 
+# "What's here on X, and how do the approaches differ?", "Which papers do X? How do their
+# constructions differ?": a request for the papers on a topic that asks how they differ, which a
+# summary answers paper by paper; not "the two X papers — how do they differ?"
+SET_REQUEST_RE = re.compile(r"\bwhich papers\b|\bwhat'?s (?:in )?here\b", re.I)
+# two sides after all: "the two X papers", "how does the survey of X differ from …" (not "from
+# each other")
+TWO_SIDES_RE = re.compile(r"\b(?:two|2|both|pair|(?:differs?|different|relates?) (?:from|to)\b"
+                          r"(?! each other| one another))\b", re.I)
+
+
+# the clause asking how they differ, from its "how" to the end of its sentence
+SET_DIFFERS_CLAUSE_RE = re.compile(r"\bhow\b(?:(?!\bhow\b)[^.?!])*\b(?:differ|differs|different)\b[^.?!]*[.?!]?",
+                                   re.I)
+
+
+def asks_how_a_set_differs(message: str) -> bool:
+    """Is the only comparison asked "how … differ" about the papers a request for a topic's
+    papers gathers ("What does this collection have on causal inference, and how do the
+    approaches differ?")?"""
+    asked = [m.group(0).lower() for m in ASKS_TO_COMPARE_RE.finditer(message)]
+    return (bool(asked) and all(a.startswith("how") for a in asked)
+            and bool(SUMMARY_RE.search(message) or SET_REQUEST_RE.search(message))
+            and not TWO_SIDES_RE.search(message))
+
+
 def rules_decide(message: str, intent: Intent) -> bool:
     """Does the phrase rules' reading `intent` stand without the intent model
     (Settings.intent rules_then_model)? Not their default (question), nor a comparison only a
@@ -375,7 +401,7 @@ def detect_intent(message: str) -> Intent:
     if extra:
         return extra
     if COMPARE_RE.search(message):
-        return "compare"
+        return "summary" if asks_how_a_set_differs(message) else "compare"
     if SUMMARY_RE.search(message):
         return "summary"
     return "question"
@@ -386,7 +412,7 @@ def detect_intent(message: str) -> Intent:
 # "the collection's take on"), say who they are ("I'm interested in", "I need"), and what the
 # rest of the message asks ("If so, summarise it", "A paragraph is fine", "what do they find?").
 FRAME_WORDS = set("""
-pull together gist synthesis synthesise synthesize take need i'm im interested
+pull together gist synthesis synthesise synthesize take need i'm im interested new
 relevant count counts part so if it them they their each fine paragraph bullet bullets points
 find found argue argues contribute contributes do does did got get stuff set abstracts abstract
 build builds building according explain
@@ -445,19 +471,37 @@ def topic_of(message: str) -> str:
     named = topic_clauses(message)
     if not named:
         return message.strip().rstrip("?.! ")
-    # the request before the asker's context; then the clause that names most
-    return max(named, key=lambda tc: (not tc[1], sum(not _frame(w) for w in tc[0].split())))[0]
+    return named[_topic_clause(named)][0]
 
 
-def topic_clauses(message: str) -> list[tuple[str, bool]]:
+def topic_alternatives(message: str) -> list[str]:
+    """When the clause `topic_of` takes points back at another with a pronoun ("I'm new to
+    federated learning. What's in here that touches it?", "the gist of the work on LLM-based
+    agents — what problems are they going after?"), the other clauses' topics in the order
+    written: which of them the collection has papers on is for the planner to judge; else []."""
+    named = topic_clauses(message)
+    if len(named) < 2:
+        return []
+    chosen = _topic_clause(named)
+    if not SUBJECT_PRONOUNS & set(_words(named[chosen][2])):
+        return []
+    return [t for i, (t, _, _) in enumerate(named) if i != chosen]
+
+
+def _topic_clause(named: list[tuple[str, bool, str]]) -> int:
+    """Which clause names the topic: the request before the asker's context; then the clause
+    that names most."""
+    return max(range(len(named)), key=lambda i: (not named[i][1], sum(not _frame(w) for w in named[i][0].split())))
+
+
+def topic_clauses(message: str) -> list[tuple[str, bool, str]]:
     """The clauses of a summary request that may name its topic, without the request words at
     their edges, each with whether it tells who is asking ("I'm putting together a reading group
-    on causal inference"), in the order written."""
+    on causal inference") and the clause as written, in the order written."""
     clauses = [c for c in CLAUSE_SPLIT_RE.split(message.strip()) if c and c.strip()]
-    if len(clauses) > 1:
-        clauses = [ANAPHOR_RE.sub(" ", c) for c in clauses]
-    named = [(_trimmed(c), bool(CONTEXT_CLAUSE_RE.match(c))) for c in clauses]
-    return [(t, context) for t, context in named if t]
+    pruned = [ANAPHOR_RE.sub(" ", c) for c in clauses] if len(clauses) > 1 else clauses
+    named = [(_trimmed(p), bool(CONTEXT_CLAUSE_RE.match(p)), c) for p, c in zip(pruned, clauses)]
+    return [n for n in named if n[0]]
 
 
 def question_core(message: str) -> str:
@@ -972,16 +1016,20 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     if intent == "question" and not refs and (
             (scope and only_request_words(text)) or asks_for_everything(text) or unknown):
         intent = "summary"  # "What is in the Robotics area?", "What's here?": an overview
+    if intent == "summary" and asks_how_a_set_differs(text):
+        text = SET_DIFFERS_CLAUSE_RE.sub(" ", text)  # how they differ is asked of the topic's papers
     topic = unknown.phrase if unknown else topic_of(text) if intent == "summary" else question_core(text)
     if intent == "summary" and not refs and only_request_words(topic):
         topic = ""  # the whole scope: the collection, or the categories named or filtered
+    alternatives = topic_alternatives(text) if intent == "summary" and topic and not unknown else []
     singular, plural = wanted(message)
     counts = bool(COUNT_AUTHORS_RE.search(message))
     q = Query(message, intent, topic, asks_authors=counts or bool(AUTHORS_RE.search(message)),
               counts_authors=counts, singular=singular, plural=plural,
               names=distinctive_tokens(plain(message), plus=True), phrases=capitalised_phrases(plain(message)),
               parts=[read_part(p) for p in split_parts(message)], categories=scope.categories if scope else [],
-              scope=scope.phrase if scope else "", unknown_category=unknown.phrase if unknown else "")
+              scope=scope.phrase if scope else "", unknown_category=unknown.phrase if unknown else "",
+              topic_alternatives=alternatives)
     q.parts, q.asks_date = dated_parts(message, q.parts, read_asks)
     # (a part pointing back keeps its words in the question searched and read: "How do they get
     # exact inference back?" says what the paper is about as much as the part before it)
