@@ -125,6 +125,9 @@ DEFAULT_SETS = {
     # blind round 18 (thirty-ninth session): "and what about X?" after a question, comparisons
     # with one side told loosely ("the original one"), questions in a newcomer's words, nothing there
     **{f"{c}-round-18": (c, QUESTIONS / f"{c}_round_18.jsonl") for c in ("seed", "arxiv_math", "ml_conf")},
+    # faithfulness round 9 (fortieth session): summaries (some asking how their papers differ)
+    # and comparisons, for which papers they cite (benchmarks/faithfulness.py labels the prose)
+    **{f"{c}-faith-9": (c, QUESTIONS / f"{c}_faith_9.jsonl") for c in ("seed", "ml_conf")},
     "scifact-heldout": ("scifact", None),
 }
 # kinds whose every expected paper must be cited (else: any one of them), and kinds where
