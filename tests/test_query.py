@@ -1017,3 +1017,10 @@ def test_a_topic_clause_that_points_back_offers_the_other_clauses():
         "federated learning"]
     # no pronoun: the clause read is the topic, with nothing else to weigh
     assert topic_alternatives("Summarize the papers on causal inference. A paragraph is fine.") == []
+
+
+def test_what_the_collection_offers_is_a_request_and_the_asker_names_the_topic():
+    message = ("I'm worried about some workers in distributed SGD sending garbage or adversarial "
+               "gradients. What does this collection offer?")
+    assert detect_intent(message) == "summary"
+    assert topic_of(message) == "workers in distributed SGD sending garbage or adversarial gradients"

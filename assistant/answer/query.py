@@ -26,7 +26,7 @@ COMPARE_RE = re.compile(
     r"difference|differences|differently|in common|overlaps?|how does .+ relate to|which is better)\b", re.I)
 SUMMARY_RE = re.compile(
     r"\b(summari[sz]e|summary|summaries|overview|survey|landscape|review of|rundown|"
-    r"what (does|do) (this|the) (collection|corpus|library|papers?) (say|have|contain|cover)|"
+    r"what (does|do) (this|the) (collection|corpus|library|papers?) (say|have|contain|cover|offer|hold)|"
     r"what do the papers say|what (do|does) (we|it|you) have (on|about)|"
     r"what'?s (in )?(here|there|in (this|the) (collection|corpus|library)) (on|about)|"
     r"what is (in )?(here|there) (on|about)|what (work|research|papers) (is|are) (there|here) (on|about)|"
@@ -44,7 +44,7 @@ REQUEST_WORDS = set("""
 summarize summarise summarizing summary summaries overview overviews survey review rundown recap
 give gave me us an a the what what's whats which is are was does do did this these that those
 collection corpus library here there in on about of regarding concerning around into for
-say says said have has contain contains cover covers covered tell show list all any every
+say says said have has contain contains cover covers covered offer offers hold holds tell show list all any every
 papers paper work works research studies study literature articles findings results
 please can could would you you've got i we want like know brief short quick high-level general some
 main key overall everything anything written published available briefly
@@ -412,7 +412,7 @@ def detect_intent(message: str) -> Intent:
 # "the collection's take on"), say who they are ("I'm interested in", "I need"), and what the
 # rest of the message asks ("If so, summarise it", "A paragraph is fine", "what do they find?").
 FRAME_WORDS = set("""
-pull together gist synthesis synthesise synthesize take need i'm im interested new
+pull together gist synthesis synthesise synthesize take need i'm im interested new worried curious wondering
 relevant count counts part so if it them they their each fine paragraph bullet bullets points
 find found argue argues contribute contributes do does did got get stuff set abstracts abstract
 build builds building according explain
