@@ -474,10 +474,9 @@ class Planner:
             return self._themed(plan, self._themes(list(focus), q.topic), q.topic, compose.shown_listing)
         if not q.topic:  # "Summarize this collection", "Which papers are in the Robotics area?"
             return self._overview(plan, q, filters)
-        q = self._topic_found(q, filters, max(k or 0, self.policy.summary_candidates))
+        q, searched = self._topic_found(q, filters, max(k or 0, self.policy.summary_candidates))
         plan.query = q.topic
-        hits, judged = self._beyond_shown(q, *self._judged(q.topic, filters, max(k or 0, self.policy.summary_candidates),
-                                                           topic=True))
+        hits, judged = self._beyond_shown(q, *searched)
         plan.retrieved = hits
         relevant, reading = self._topic_members(q.topic, judged)
         papers, matching = [j.paper for j in relevant[: self.policy.summary_max]], len(relevant)
@@ -488,21 +487,20 @@ class Planner:
         return self._themed(plan, grouped, q.topic, lambda themed: compose.summary_listing(
             q.topic, themed, matching, total, q.scope))
 
-    def _topic_found(self, q: Query, filters, k: int) -> Query:
-        """The query with the topic the collection has papers on: when the clause read as the
-        topic points back at another ("… What's in here that touches it?") and its own words
-        find no paper the gate would list in a summary, the first other clause whose best
-        candidate the gate would cite ("federated learning")."""
-        if not q.topic_alternatives or self._best_p(q.topic, filters, k) >= self.judge.summary_threshold:
-            return q
+    def _topic_found(self, q: Query, filters, k: int) -> tuple[Query, tuple[list[Hit], list[Judged]]]:
+        """The query with the topic the collection has papers on, and that topic's search: when
+        the clause read as the topic points back at another ("… What's in here that touches
+        it?") and its own words find no paper the gate would list in a summary, the first other
+        clause whose best candidate the gate would cite ("federated learning"). Each clause is
+        searched once."""
+        searched = self._judged(q.topic, filters, k, topic=True)
+        if not q.topic_alternatives or _best_p(searched) >= self.judge.summary_threshold:
+            return q, searched
         for other in q.topic_alternatives:
-            if self._best_p(other, filters, k) >= self.judge.threshold:
-                return replace(q, topic=other, topic_alternatives=[])
-        return q
-
-    def _best_p(self, topic: str, filters, k: int) -> float:
-        judged = self._judged(topic, filters, k, topic=True)[1]
-        return judged[0].p if judged else 0.0
+            found = self._judged(other, filters, k, topic=True)
+            if _best_p(found) >= self.judge.threshold:
+                return replace(q, topic=other, topic_alternatives=[]), found
+        return q, searched
 
     def _topic_members(self, topic: str, judged: list[Judged]) -> tuple[list[Judged], Optional[Read]]:
         """A topic's papers (a summary's, a topic table's) and the model's reading of its best
@@ -1099,3 +1097,9 @@ def mentions(name: str, paper: Paper) -> bool:
 def safe_first(paper: Paper) -> list[str]:
     """The abstract's first sentence: a cited paper's evidence when nothing more specific is."""
     return safe_sentences(paper)[:1] or [paper.abstract]
+
+
+def _best_p(searched: tuple[list[Hit], list[Judged]]) -> float:
+    """The gate's probability for the best candidate of a search (0 when it found none)."""
+    judged = searched[1]
+    return judged[0].p if judged else 0.0
