@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.answer.query import (detect_intent, parse, question_core, topic_alternatives, topic_of,
-                                    wanted)
+from assistant.answer.query import detect_intent, parse, question_core, topic_of, topic_reading, wanted
 
 
 @pytest.mark.parametrize("message,core", [
@@ -1012,11 +1011,11 @@ def test_how_a_topics_papers_differ_is_a_summary_of_them(message, intent):
 
 
 def test_a_topic_clause_that_points_back_offers_the_other_clauses():
-    assert topic_of("I'm new to federated learning. What's in here that touches it?") == "touches"
-    assert topic_alternatives("I'm new to federated learning. What's in here that touches it?") == [
-        "federated learning"]
+    assert topic_reading("I'm new to federated learning. What's in here that touches it?") == (
+        "touches", ["federated learning"])
     # no pronoun: the clause read is the topic, with nothing else to weigh
-    assert topic_alternatives("Summarize the papers on causal inference. A paragraph is fine.") == []
+    assert topic_reading("Summarize the papers on causal inference. A paragraph is fine.") == (
+        "causal inference", [])
 
 
 def test_what_the_collection_offers_is_a_request_and_the_asker_names_the_topic():

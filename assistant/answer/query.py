@@ -290,7 +290,7 @@ class Query:
     categories: list[str] = field(default_factory=list)  # categories named as such: a filter
     scope: str = ""  # how the message named them ("the Applications area")
     unknown_category: str = ""  # a category named as one that the collection lacks ("the NLP area")
-    topic_alternatives: list[str] = field(default_factory=list)  # a summary's other clauses (topic_alternatives)
+    topic_alternatives: list[str] = field(default_factory=list)  # a summary's other clauses (topic_reading)
     paper_id: str = ""  # an explicit paper id ("more like id: h6a909e7d1eee", the page's button)
     similar_target: str = ""  # what "more like …" names ("Top-W"); "" for "more like this"
     table_topic: str = ""  # what a table is about ("causal inference"), "" when it names no topic
@@ -468,24 +468,22 @@ def topic_of(message: str) -> str:
     words never count), without the request words at its edges ("Summarize what this collection
     says about causal inference." → "causal inference"; "Do we have LLM papers here? If so, give
     me the gist of each." → "LLM")."""
+    return topic_reading(message)[0]
+
+
+def topic_reading(message: str) -> tuple[str, list[str]]:
+    """The topic of a summary request (`topic_of`), and, when the clause it comes from points
+    back at another with a pronoun ("I'm new to federated learning. What's in here that touches
+    it?", "the gist of the work on LLM-based agents — what problems are they going after?"), the
+    other clauses' topics in the order written: which of them the collection has papers on is for
+    the planner to judge (`Planner._topic_found`); else []."""
     named = topic_clauses(message)
     if not named:
-        return message.strip().rstrip("?.! ")
-    return named[_topic_clause(named)][0]
-
-
-def topic_alternatives(message: str) -> list[str]:
-    """When the clause `topic_of` takes points back at another with a pronoun ("I'm new to
-    federated learning. What's in here that touches it?", "the gist of the work on LLM-based
-    agents — what problems are they going after?"), the other clauses' topics in the order
-    written: which of them the collection has papers on is for the planner to judge; else []."""
-    named = topic_clauses(message)
-    if len(named) < 2:
-        return []
+        return message.strip().rstrip("?.! "), []
     chosen = _topic_clause(named)
-    if not SUBJECT_PRONOUNS & set(_words(named[chosen][2])):
-        return []
-    return [t for i, (t, _, _) in enumerate(named) if i != chosen]
+    if len(named) < 2 or not SUBJECT_PRONOUNS & set(_words(named[chosen][2])):
+        return named[chosen][0], []
+    return named[chosen][0], [t for i, (t, _, _) in enumerate(named) if i != chosen]
 
 
 def _topic_clause(named: list[tuple[str, bool, str]]) -> int:
@@ -1018,10 +1016,14 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
         intent = "summary"  # "What is in the Robotics area?", "What's here?": an overview
     if intent == "summary" and asks_how_a_set_differs(text):
         text = SET_DIFFERS_CLAUSE_RE.sub(" ", text)  # how they differ is asked of the topic's papers
-    topic = unknown.phrase if unknown else topic_of(text) if intent == "summary" else question_core(text)
+    if unknown:
+        topic, alternatives = unknown.phrase, []
+    elif intent == "summary":
+        topic, alternatives = topic_reading(text)
+    else:
+        topic, alternatives = question_core(text), []
     if intent == "summary" and not refs and only_request_words(topic):
-        topic = ""  # the whole scope: the collection, or the categories named or filtered
-    alternatives = topic_alternatives(text) if intent == "summary" and topic and not unknown else []
+        topic, alternatives = "", []  # the whole scope: the collection, or the categories named or filtered
     singular, plural = wanted(message)
     counts = bool(COUNT_AUTHORS_RE.search(message))
     q = Query(message, intent, topic, asks_authors=counts or bool(AUTHORS_RE.search(message)),
