@@ -1,6 +1,10 @@
 """paper-assistant: answers questions about a collection of paper abstracts, with checked citations."""
 __version__ = "0.1.0"  # first, so modules imported below (the API's /v1/info) can read it
 
+from .gradio_stubs import install as _skip_gradio_stub_rewrite
+
+_skip_gradio_stub_rewrite()  # before anything imports Gradio (gradio_stubs.py says why)
+
 from .config import PRESETS, Settings, load_settings
 from .library import PaperAssistant
 from .types import Answer, Chunk, Citation, Filters, Hit, Paper, Turn

@@ -128,6 +128,9 @@ DEFAULT_SETS = {
     # faithfulness round 9 (fortieth session): summaries (some asking how their papers differ)
     # and comparisons, for which papers they cite (benchmarks/faithfulness.py labels the prose)
     **{f"{c}-faith-9": (c, QUESTIONS / f"{c}_faith_9.jsonl") for c in ("seed", "ml_conf")},
+    # blind round 19 (forty-first session): questions asking for several papers ("which papers
+    # …?", "are there papers …?", "any work …?"), and such questions on topics the corpus lacks
+    **{f"{c}-plural-19": (c, QUESTIONS / f"{c}_plural_19.jsonl") for c in ("seed", "arxiv_math", "ml_conf")},
     "scifact-heldout": ("scifact", None),
 }
 # kinds whose every expected paper must be cited (else: any one of them), and kinds where

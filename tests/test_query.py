@@ -701,6 +701,18 @@ def test_works_and_studies_are_read_as_verbs_after_a_noun(message, singular, plu
     assert wanted(message) == (singular, plural)
 
 
+@pytest.mark.parametrize("message,lists", [
+    ("Which papers use federated learning?", True),
+    ("papers on models of data living on spheres?", True),
+    ("Any articles here about Stein's method?", True),
+    ("Is there work on differentially private federated learning?", False),
+    ("Any work on computing fuel-optimal thrust profiles?", False),
+    ("Which paper proposes Top-W?", False),
+])
+def test_a_question_asking_for_papers_by_that_word_lists_them(message, lists):
+    assert parse(message, []).lists_papers is lists
+
+
 @pytest.mark.parametrize("message", ["How many authors does it have?", "number of authors?",
                                      "so it's a single-author paper?", "How many people are on the author list?"])
 def test_an_author_count_is_read_as_one(message):

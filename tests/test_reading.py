@@ -509,6 +509,30 @@ def test_a_summary_holds_the_read_papers_the_model_says_belong(seed_assistant: P
         planner.reader = engine._reader
 
 
+def test_a_question_asking_for_papers_holds_its_topics_members(seed_assistant: PaperAssistant):
+    """"Which papers use federated learning?" asks for every paper on it: its candidates are read
+    against its topic as a summary's are (more of them, no lead over the others), and those the
+    model says belong are cited; all said no: refused."""
+    engine = seed_assistant.engine
+    planner = engine.planner
+    message = "Which papers use federated learning?"
+    papers = engine.store.papers().values()
+    federated = {p.title: (0.95 if "federated" in p.abstract.lower() else 0.05) for p in papers}
+    says = Says(federated)
+    try:
+        planner.reader = lambda: Reader(says, engine.embed, seed_assistant.settings.relevance, MODEL)
+        plan = planner.plan(message, [], None, None, None)
+        assert len(says.read) == seed_assistant.settings.relevance.summary_reading_papers
+        cited = {s.paper.title for s in plan.sources}
+        assert cited == {t for t in says.read if federated[t] > 0.5} and len(cited) == 2
+        planner.reader = lambda: Reader(Says({t: 0.05 for t in federated}), engine.embed,
+                                        seed_assistant.settings.relevance, MODEL)
+        refused = planner.plan(message, [], None, None, None)
+        assert refused.abstain and refused.sources == []
+    finally:
+        planner.reader = engine._reader
+
+
 def test_a_described_comparison_side_takes_the_best_read_paper_at_a_lower_bar(seed_assistant: PaperAssistant):
     """"Compare … with the one that explains why preference tuning makes models agree too much":
     the message says that paper is here, so the best paper the model read is that side even when

@@ -297,3 +297,26 @@ def test_serve_indexes_a_fresh_store_and_prints_the_url(tmp_path):
     assert f"http://127.0.0.1:{port}/" in out
     assert "indexed the bundled demo corpus: 20 papers" in out
     assert not list(temp.glob("paper-assistant-bib-*")), "removed at shutdown"
+
+
+def test_gradio_skips_rewriting_its_own_stubs_but_writes_a_custom_components(tmp_path):
+    """`import assistant` first (as every front does): Gradio's import builds no `.pyi` stub of
+    its own components (assistant/gradio_stubs.py; it parsed each one's source, ~1 s a start),
+    and a custom component still gets its stub."""
+    (tmp_path / "mybox.py").write_text(
+        "import gradio as gr\n\n\nclass MyBox(gr.Textbox):\n    \"\"\"A custom component.\"\"\"\n\n"
+        "    def __init__(self, value=None, **kwargs):\n        super().__init__(value=value, **kwargs)\n")
+    script = (
+        "import cProfile, pstats, sys\n"
+        "import assistant\n"
+        "def stubs_built(code):\n"
+        "    profile = cProfile.Profile(); profile.runctx(code, globals(), globals())\n"
+        "    return sum(calls for (_, _, name), (_, calls, *_) in pstats.Stats(profile).stats.items()\n"
+        "               if name == 'create_pyi')\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "print(stubs_built('import gradio'), stubs_built('import mybox'))\n")
+    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["0", "1"]
+    assert "class MyBox" in (tmp_path / "mybox.pyi").read_text()

@@ -170,13 +170,16 @@ class Planner:
                 return self._parts(q, found)
             # no part found a paper: the message may be one question cut at a clause ("…, and how
             # long it stays in each state is random"), so it is asked whole before it is refused
-        listing = bool(q.beyond_shown)  # "anything else on X?": every other paper on X, as a summary's
+        # "anything else on X?", "which papers do X?": every (other) paper on X, as a summary's
+        listing = bool(q.beyond_shown) or q.lists_papers
         hits, judged = self._beyond_shown(q, *self._judged(q.topic, filters, max(k or 0, self.policy.candidates),
                                                            topic=listing))
         followed = self._followed_up(q, judged, filters)
         if followed is not None:
             plan = TurnPlan("question", q.message, retrieved=[as_hit(followed)])
             return self._about(plan, q, [followed], previous=previous_user_message(history))
+        if listing and not q.beyond_shown and any(j.author_match for j in judged):
+            listing = False  # "which papers did Itai Shapira write?": the author's, as a question's
         if listing:  # members as a summary's are, by their own reading (no lead over the others)
             chosen, reading = self._topic_members(q.topic, judged)
         else:

@@ -148,7 +148,7 @@ MODES = ("question", "summary", "compare", "similar", "table")
 # how many papers a question wants: "which paper …" one, "papers on …" / "is there any work" several
 SINGULAR_RE = re.compile(r"\b(which|what) (paper|work|article|study|method)\b|\bthe paper\b", re.I)
 # ("works" and "studies" are verbs after a noun, "that" or "who": "which paper studies X")
-PLURAL_RE = re.compile(r"\b(papers|articles|any work|is there (any|work))\b|"
+PLURAL_RE = re.compile(r"\b((?P<papers>papers|articles)|any work|is there (any|work))\b|"
                        r"(?<!paper )(?<!work )(?<!study )(?<!article )(?<!method )(?<!one )(?<!that )"
                        r"(?<!who )\b(works|studies)\b", re.I)
 # "how many authors does it have?", "number of authors?", "so it's a single-author paper?"
@@ -189,6 +189,12 @@ def wanted(text: str) -> tuple[bool, bool]:
     """(one paper, every paper on it): how many papers a question asks for."""
     plural = bool(PLURAL_RE.search(text))
     return bool(SINGULAR_RE.search(text)) and not plural, plural
+
+
+def lists_papers(text: str) -> bool:
+    """Does the message ask for papers by that word ("which papers …", "papers on X?")? "Is there
+    work on X?" and "any work on X?" ask for papers too, but are mostly asked about one."""
+    return any(m.group("papers") for m in PLURAL_RE.finditer(text))
 
 
 IT_WORDS = {"it", "its", "it's"}  # a part that says "it" points at another part's paper
@@ -287,6 +293,7 @@ class Query:
     phrases: list[str] = field(default_factory=list)
     singular: bool = False  # the message wants one paper ("which paper …")
     plural: bool = False  # the message wants every paper on it ("papers on …")
+    lists_papers: bool = False  # …by that word ("which papers …"): its papers are a topic's members
     categories: list[str] = field(default_factory=list)  # categories named as such: a filter
     scope: str = ""  # how the message named them ("the Applications area")
     unknown_category: str = ""  # a category named as one that the collection lacks ("the NLP area")
@@ -1028,6 +1035,7 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     counts = bool(COUNT_AUTHORS_RE.search(message))
     q = Query(message, intent, topic, asks_authors=counts or bool(AUTHORS_RE.search(message)),
               counts_authors=counts, singular=singular, plural=plural,
+              lists_papers=plural and not singular and lists_papers(message),
               names=distinctive_tokens(plain(message), plus=True), phrases=capitalised_phrases(plain(message)),
               parts=[read_part(p) for p in split_parts(message)], categories=scope.categories if scope else [],
               scope=scope.phrase if scope else "", unknown_category=unknown.phrase if unknown else "",
