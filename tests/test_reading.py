@@ -486,51 +486,43 @@ def test_once_one_read_paper_shows_the_topic_is_here_the_others_join_at_the_memb
     assert len(_reader(mixed).read_topic("topic", judged, 3, 0.8, 0.0, member=0.95).accepted) == 1
 
 
-def test_a_summary_holds_the_read_papers_the_model_says_belong(seed_assistant: PaperAssistant):
+def _planned_by_reading(seed_assistant: PaperAssistant, message: str, says_yes) -> tuple:
+    """The plan of `message` when the model says yes (0.95) to the papers `says_yes(abstract)`
+    picks and no (0.05) to the others; the titles it read, and the plan when it says no to all."""
     engine = seed_assistant.engine
     planner = engine.planner
-    message = "Summarise the causality work for a newcomer in plain words."
-    papers = engine.store.papers().values()
-    causal = {p.title: (0.95 if "causal" in p.abstract.lower() else 0.05) for p in papers}
-    says = Says(causal)
+    yes = {p.title: (0.95 if says_yes(p.abstract.lower()) else 0.05) for p in engine.store.papers().values()}
+    says = Says(yes)
     try:
         planner.reader = lambda: Reader(says, engine.embed, seed_assistant.settings.relevance, MODEL)
         plan = planner.plan(message, [], None, None, None)
-        read = set(says.read)
-        assert len(read) == seed_assistant.settings.relevance.summary_reading_papers
-        cited = {s.paper.title for s in plan.sources}
-        assert {t for t in read if causal[t] > 0.5} <= cited and cited
-        assert not {t for t in read if causal[t] < 0.5} & cited  # read and said no: left out
-        planner.reader = lambda: Reader(Says({t: 0.05 for t in causal}), engine.embed,
+        planner.reader = lambda: Reader(Says({t: 0.05 for t in yes}), engine.embed,
                                         seed_assistant.settings.relevance, MODEL)
-        refused = planner.plan(message, [], None, None, None)
-        assert refused.abstain and refused.sources == [] and "judged not to answer" in refused.prefix
+        return plan, {t: yes[t] > 0.5 for t in says.read}, planner.plan(message, [], None, None, None)
     finally:
         planner.reader = engine._reader
+
+
+def test_a_summary_holds_the_read_papers_the_model_says_belong(seed_assistant: PaperAssistant):
+    plan, read, refused = _planned_by_reading(
+        seed_assistant, "Summarise the causality work for a newcomer in plain words.", lambda a: "causal" in a)
+    assert len(read) == seed_assistant.settings.relevance.summary_reading_papers
+    cited = {s.paper.title for s in plan.sources}
+    assert {t for t, yes in read.items() if yes} <= cited and cited
+    assert not {t for t, yes in read.items() if not yes} & cited  # read and said no: left out
+    assert refused.abstain and refused.sources == [] and "judged not to answer" in refused.prefix
 
 
 def test_a_question_asking_for_papers_holds_its_topics_members(seed_assistant: PaperAssistant):
     """"Which papers use federated learning?" asks for every paper on it: its candidates are read
     against its topic as a summary's are (more of them, no lead over the others), and those the
     model says belong are cited; all said no: refused."""
-    engine = seed_assistant.engine
-    planner = engine.planner
-    message = "Which papers use federated learning?"
-    papers = engine.store.papers().values()
-    federated = {p.title: (0.95 if "federated" in p.abstract.lower() else 0.05) for p in papers}
-    says = Says(federated)
-    try:
-        planner.reader = lambda: Reader(says, engine.embed, seed_assistant.settings.relevance, MODEL)
-        plan = planner.plan(message, [], None, None, None)
-        assert len(says.read) == seed_assistant.settings.relevance.summary_reading_papers
-        cited = {s.paper.title for s in plan.sources}
-        assert cited == {t for t in says.read if federated[t] > 0.5} and len(cited) == 2
-        planner.reader = lambda: Reader(Says({t: 0.05 for t in federated}), engine.embed,
-                                        seed_assistant.settings.relevance, MODEL)
-        refused = planner.plan(message, [], None, None, None)
-        assert refused.abstain and refused.sources == []
-    finally:
-        planner.reader = engine._reader
+    plan, read, refused = _planned_by_reading(
+        seed_assistant, "Which papers use federated learning?", lambda a: "federated" in a)
+    assert len(read) == seed_assistant.settings.relevance.summary_reading_papers
+    cited = {s.paper.title for s in plan.sources}
+    assert cited == {t for t, yes in read.items() if yes} and len(cited) == 2
+    assert refused.abstain and refused.sources == []
 
 
 def test_a_described_comparison_side_takes_the_best_read_paper_at_a_lower_bar(seed_assistant: PaperAssistant):
