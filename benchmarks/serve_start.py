@@ -40,7 +40,8 @@ def start_seconds(code: str) -> float:
     folder = Path(tempfile.mkdtemp(prefix="serve-start-"))
     shutil.copytree(SEED_STORE, folder / "store")
     port = free_port()
-    env = dict(os.environ, PYTHONPATH=code, GRADIO_ANALYTICS_ENABLED="False", HF_HUB_OFFLINE="1")
+    env = dict(os.environ, PYTHONPATH=code, GRADIO_ANALYTICS_ENABLED="False", HF_HUB_OFFLINE="1",
+               GRADIO_TEMP_DIR=str(folder / "gradio"))  # Gradio's own files, removed with the folder
     started = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "assistant.cli", "serve", "--host", "127.0.0.1",
                              "--port", str(port), "--store", str(folder / "store"), "--backend", "none"],
