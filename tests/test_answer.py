@@ -224,6 +224,17 @@ def test_a_summary_takes_the_clause_the_collection_has_papers_on(pa, message, to
         assert set(first_authors(answer)) == authors
 
 
+def test_a_format_clause_that_finds_nothing_yields_to_the_whole_collection(pa):
+    # the clause read as the topic is how to write it; another asks for every paper: an overview
+    answer = pa.ask("could you sort every paper in this collection into rough themes? only short names "
+                    "under each heading please")
+    assert answer.intent == "summary" and not answer.abstained
+    assert answer.answer.startswith("This collection holds 20 papers") and len(answer.citations) == 20
+    # a topic the collection has stays the topic
+    answer = pa.ask("What's in this collection? I mostly care about federated learning.")
+    assert set(first_authors(answer)) == {"Rémi Khellaf", "zhixuan ma"}
+
+
 LLM_CATEGORY = "Deep Learning · Large Language Models"
 
 

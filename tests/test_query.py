@@ -1030,6 +1030,17 @@ def test_a_topic_clause_that_points_back_offers_the_other_clauses():
         "causal inference", [])
 
 
+def test_a_clause_asking_for_the_whole_collection_offers_it_as_a_topic():
+    # "" is the whole collection, for the planner to take when the topic clause finds nothing
+    assert topic_reading("could you sort every paper in this collection into rough themes? only short "
+                         "names under each heading please") == ("only short names under each heading", [""])
+    assert topic_reading("What's in this collection? I mostly care about federated learning.") == (
+        "mostly care about federated learning", [""])
+    for message in ("cluster the papers in this library by theme", "group the papers here by theme"):
+        q = parse(message, [])
+        assert q.intent == "summary" and q.topic == ""
+
+
 def test_what_the_collection_offers_is_a_request_and_the_asker_names_the_topic():
     message = ("I'm worried about some workers in distributed SGD sending garbage or adversarial "
                "gradients. What does this collection offer?")

@@ -478,6 +478,8 @@ class Planner:
         if not q.topic:  # "Summarize this collection", "Which papers are in the Robotics area?"
             return self._overview(plan, q, filters)
         q, searched = self._topic_found(q, filters, max(k or 0, self.policy.summary_candidates))
+        if not q.topic:  # the topic clause found nothing; another asks for the whole collection
+            return self._overview(plan, q, filters)
         plan.query = q.topic
         hits, judged = self._beyond_shown(q, *searched)
         plan.retrieved = hits
@@ -494,15 +496,19 @@ class Planner:
         """The query with the topic the collection has papers on, and that topic's search: when
         the clause read as the topic points back at another ("… What's in here that touches
         it?") and its own words find no paper the gate would list in a summary, the first other
-        clause whose best candidate the gate would cite ("federated learning"). Each clause is
-        searched once."""
+        clause whose best candidate the gate would cite ("federated learning"); when it finds no
+        paper the gate would cite and another clause asks for the whole collection ("can you sort
+        all the papers here into rough themes? just short names under each heading"), the topic
+        "" (the caller gives an overview). Each clause is searched once."""
         searched = self._judged(q.topic, filters, k, topic=True)
-        if not q.topic_alternatives or _best_p(searched) >= self.judge.summary_threshold:
-            return q, searched
-        for other in q.topic_alternatives:
-            found = self._judged(other, filters, k, topic=True)
-            if _best_p(found) >= self.judge.threshold:
-                return replace(q, topic=other, topic_alternatives=[]), found
+        best = _best_p(searched)
+        if best < self.judge.summary_threshold:
+            for other in (t for t in q.topic_alternatives if t):
+                found = self._judged(other, filters, k, topic=True)
+                if _best_p(found) >= self.judge.threshold:
+                    return replace(q, topic=other, topic_alternatives=[]), found
+        if "" in q.topic_alternatives and best < self.judge.threshold:
+            return replace(q, topic="", topic_alternatives=[]), searched
         return q, searched
 
     def _topic_members(self, topic: str, judged: list[Judged]) -> tuple[list[Judged], Optional[Read]]:

@@ -488,9 +488,12 @@ def topic_reading(message: str) -> tuple[str, list[str]]:
     if not named:
         return message.strip().rstrip("?.! "), []
     chosen = _topic_clause(named)
+    # "" (the whole collection): a clause asks for all of it ("can you sort all the papers in
+    # this collection into rough themes? just short names under each heading")
+    everything = [""] if any(asks_for_everything(c) for c in _clauses(message)) else []
     if len(named) < 2 or not SUBJECT_PRONOUNS & set(_words(named[chosen][2])):
-        return named[chosen][0], []
-    return named[chosen][0], [t for i, (t, _, _) in enumerate(named) if i != chosen]
+        return named[chosen][0], everything
+    return named[chosen][0], [t for i, (t, _, _) in enumerate(named) if i != chosen] + everything
 
 
 def _topic_clause(named: list[tuple[str, bool, str]]) -> int:
@@ -499,11 +502,15 @@ def _topic_clause(named: list[tuple[str, bool, str]]) -> int:
     return max(range(len(named)), key=lambda i: (not named[i][1], sum(not _frame(w) for w in named[i][0].split())))
 
 
+def _clauses(message: str) -> list[str]:
+    return [c for c in CLAUSE_SPLIT_RE.split(message.strip()) if c and c.strip()]
+
+
 def topic_clauses(message: str) -> list[tuple[str, bool, str]]:
     """The clauses of a summary request that may name its topic, without the request words at
     their edges, each with whether it tells who is asking ("I'm putting together a reading group
     on causal inference") and the clause as written, in the order written."""
-    clauses = [c for c in CLAUSE_SPLIT_RE.split(message.strip()) if c and c.strip()]
+    clauses = _clauses(message)
     pruned = [ANAPHOR_RE.sub(" ", c) for c in clauses] if len(clauses) > 1 else clauses
     named = [(_trimmed(p), bool(CONTEXT_CLAUSE_RE.match(p)), c) for p, c in zip(pruned, clauses)]
     return [n for n in named if n[0]]
@@ -947,6 +954,7 @@ browse look glance stuff things thing topic subjects fields field covered everyt
 contents content quick quickly got get here's where should could i'd i'm me my now
 to it they listed like u hey new come across dump full list titles authors trend trends only
 hi hello thanks thank lot fall falls belong belongs abstract abstracts
+rough theme group groups grouped grouping cluster clusters clustered organize organise categorize categorise
 """.split()) | set(SCOPE_NOUNS)
 NOT_LABEL_WORDS = FUNCTION_WORDS | REQUEST_WORDS | OVERVIEW_WORDS  # around a label, never in it (label_span)
 SCOPE_WORDS = {"collection", "corpus", "library", "paper", "papers", "everything", "set", "here", "database"}
