@@ -192,8 +192,9 @@ def wanted(text: str) -> tuple[bool, bool]:
 
 
 def lists_papers(text: str) -> bool:
-    """Does the message ask for papers by that word ("which papers …", "papers on X?")? "Is there
-    work on X?" and "any work on X?" ask for papers too, but are mostly asked about one."""
+    """Does the message ask for papers by that word ("which papers …", "papers on X?")? Such a
+    message is plural, never singular (`wanted`). "Is there work on X?" and "any work on X?" ask
+    for papers too, but are mostly asked about one."""
     return any(m.group("papers") for m in PLURAL_RE.finditer(text))
 
 
@@ -1043,7 +1044,7 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     counts = bool(COUNT_AUTHORS_RE.search(message))
     q = Query(message, intent, topic, asks_authors=counts or bool(AUTHORS_RE.search(message)),
               counts_authors=counts, singular=singular, plural=plural,
-              lists_papers=plural and not singular and lists_papers(message),
+              lists_papers=lists_papers(message),
               names=distinctive_tokens(plain(message), plus=True), phrases=capitalised_phrases(plain(message)),
               parts=[read_part(p) for p in split_parts(message)], categories=scope.categories if scope else [],
               scope=scope.phrase if scope else "", unknown_category=unknown.phrase if unknown else "",
