@@ -96,11 +96,16 @@ browser:
 
 # The suite's processes write the bytecode of what they import, once, even where the environment
 # says not to (PYTHONDONTWRITEBYTECODE): the install above does not compile.
+# Two pytest-xdist workers, each given whole test files (a file's fixtures stay in one process);
+# tests/conftest.py gives each worker's models and embedder its share of the cores.
+TEST_WORKERS ?= 2
+PYTEST  := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -ra -n $(TEST_WORKERS) --dist loadfile
+
 test: install llama-server browser
-	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -ra --durations=25
+	$(PYTEST) --durations=25
 
 test-fast: install
-	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -ra -m "not slow and not browser"
+	$(PYTEST) -m "not slow and not browser"
 
 # Refresh the README's picture on purpose (the test suite writes its screenshot to a temp folder).
 screenshot: install browser

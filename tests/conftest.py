@@ -27,6 +27,15 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+# `make test` runs two pytest-xdist workers. Each worker, and every server it starts, runs the
+# language model, the embedder and the map on its share of the cores: a worker whose llama.cpp
+# threads outnumber its cores waits on threads the other worker has descheduled (answers took
+# four times as long; docs/benchmarks.md, "The test suite on two workers").
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    _share = str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
+    for _name in ("PAPER_ASSISTANT_N_THREADS", "PAPER_ASSISTANT_EMBED_THREADS", "PAPER_ASSISTANT_MAP_THREADS"):
+        os.environ.setdefault(_name, _share)
+
 # Gradio keeps files under $GRADIO_TEMP_DIR (else /tmp/gradio, left behind): the tests, and the
 # servers they start, use a folder of their own, removed when the session ends.
 GRADIO_TMP = tempfile.mkdtemp(prefix="paper-assistant-tests-gradio-")

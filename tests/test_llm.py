@@ -180,7 +180,8 @@ def test_second_caller_waits_for_the_lock(smol):
     waiter.join(0.5)
     assert waiter.is_alive() and not done  # queued behind A
     # A caller whose timeout is shorter than the wait gets BackendTimeout ("busy").
-    impatient = LocalLlamaCPP(model_path=smol.model_path, n_ctx=smol.n_ctx, timeout=0.2)
+    impatient = LocalLlamaCPP(model_path=smol.model_path, n_ctx=smol.n_ctx, n_threads=smol.n_threads,
+                              timeout=0.2)  # the same loaded model, so the same lock
     with pytest.raises(BackendTimeout, match="busy"):
         list(stream_chat_text(impatient, MESSAGES))
     rest = "".join(stream)  # finish A
