@@ -109,5 +109,7 @@ def openai_server_running(model_path: os.PathLike | str, **kwargs) -> Iterator[s
 def openai_server() -> Iterator[str]:
     """Base URL (``http://127.0.0.1:PORT/v1``) of a real llama_cpp.server running SmolLM2-135M."""
     path = smollm2_server_or_skip()
-    with openai_server_running(path, n_ctx=2048, n_threads=os.cpu_count()) as base_url:
+    # the cores this test process may use (its share under pytest-xdist: tests/conftest.py)
+    threads = int(os.environ.get("PAPER_ASSISTANT_N_THREADS") or 0) or os.cpu_count()
+    with openai_server_running(path, n_ctx=2048, n_threads=threads) as base_url:
         yield base_url

@@ -141,7 +141,8 @@ def test_model_loaded_once_per_process(smol):
 
 @needs_smol
 def test_local_timeout_raises(smol):
-    quick = LocalLlamaCPP(model_path=smol.model_path, n_ctx=smol.n_ctx, max_tokens=200, timeout=0.001)
+    quick = LocalLlamaCPP(model_path=smol.model_path, n_ctx=smol.n_ctx, n_threads=smol.n_threads,
+                           max_tokens=200, timeout=0.001)
     start = time.perf_counter()
     with pytest.raises(BackendTimeout):
         list(stream_chat_text(quick, MESSAGES))

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from assistant.config import Settings
 from assistant.llm import packaged, stream_chat_text
 from assistant.llm.local import LocalLlamaCPP
 from assistant.llm.packaged import (
@@ -173,7 +174,8 @@ def test_packaged_model_assembles(default_model):
 @pytest.mark.slow
 @pytest.mark.skipif(not HAVE_LLAMA_CPP, reason="llama-cpp-python not installed")
 def test_packaged_model_uses_its_own_chatml_template(default_model):
-    llm = LocalLlamaCPP(model_path=str(default_model), n_ctx=512, max_tokens=8, timeout=60)
+    llm = LocalLlamaCPP(model_path=str(default_model), n_ctx=512, max_tokens=8, timeout=60,
+                        n_threads=Settings().n_threads)  # this test process's share of the cores
     info = llm.chat_template_info()
     assert info["uses_gguf_template"], info["chat_format"]
     assert "<|im_start|>" in info["template"]
