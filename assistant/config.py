@@ -205,7 +205,7 @@ class Settings(BaseSettings):
 
     # -- retrieval
     k: int = 5
-    candidates: int = 50  # chunks taken from each side before fusion
+    fusion_candidates: int = 50  # chunks taken from each side (BM25, dense) before fusion
     fusion: Literal["convex", "rrf"] = "convex"
     hybrid_alpha: float = 0.6  # weight of the dense side in convex fusion (benchmarks/retrieval.py)
     # use the weight `eval --tune` stored beside the store (fusion.json) instead of hybrid_alpha

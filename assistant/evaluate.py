@@ -25,7 +25,7 @@ from .retrieve import Retriever
 from .text import split_sentences
 from .types import Paper
 
-MODES = ("bm25", "dense", "hybrid")
+SEARCH_MODES = ("bm25", "dense", "hybrid")
 Search = Callable[[str, int], list[str]]  # query, depth → paper ids, best first
 
 
@@ -102,7 +102,7 @@ def evaluate(retriever: Retriever, settings: Settings, n: int, seed: int, tune: 
     report = EvalReport(
         queries=len(queries), titles=sum(q.kind == "title" for q in queries), skipped=skipped,
         seed=seed, hybrid_alpha=retriever.hybrid_alpha(),
-        modes={mode: score(queries, mode_search(retriever, mode), cutoffs) for mode in MODES},
+        modes={mode: score(queries, mode_search(retriever, mode), cutoffs) for mode in SEARCH_MODES},
     )
     if tune:
         report.tuning = {a: score(queries, mode_search(retriever, "hybrid", a), cutoffs)

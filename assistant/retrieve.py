@@ -47,12 +47,12 @@ class Retriever:
         return self.settings.hybrid_alpha if tuned is None else tuned
 
     def search(self, query: str, k: Optional[int] = None, filters: Optional[Filters] = None,
-               mode: str = "hybrid", candidates: Optional[int] = None,
+               mode: str = "hybrid", fusion_candidates: Optional[int] = None,
                alpha: Optional[float] = None) -> list[Hit]:
         """The k best papers for `query`. `mode` is hybrid, bm25 or dense (for benchmarks and
         `eval`); `alpha` overrides the convex fusion weight (for `eval --tune`)."""
         k = k or self.settings.k
-        n = max(candidates or self.settings.candidates, k * 3)
+        n = max(fusion_candidates or self.settings.fusion_candidates, k * 3)
         with self.store.request():  # the store's revision is read once for the whole search
             allowed = self.store.allowed_papers(filters)
             if allowed is not None and not allowed:

@@ -216,10 +216,10 @@ def test_paper_side_blends_each_papers_whole_abstract_cosine(seed_assistant):
 def test_paper_side_pools_its_papers_with_their_chunks_scored(seed_assistant):
     # at γ = 1 the order is the whole-abstract cosine's alone, so each of its nearest papers
     # must have joined the pool (few chunks per side), scored and with a snippet
-    settings = seed_assistant.settings.model_copy(update={"paper_weight": 1.0, "candidates": 3})
+    settings = seed_assistant.settings.model_copy(update={"paper_weight": 1.0, "fusion_candidates": 3})
     retriever = Retriever(seed_assistant.store, settings)
     query = "models that flatter their users"
-    hits = retriever.search(query, k=5, candidates=3)
+    hits = retriever.search(query, k=5, fusion_candidates=3)
     near = seed_assistant.store.paper_rows().search(retriever.embed_query(query), 5)
     assert [h.paper.paper_id for h in hits] == [pid for pid, _ in near]
     assert [h.score for h in hits] == pytest.approx([cos for _, cos in near], abs=1e-5)

@@ -77,7 +77,7 @@ class AnswerEngine:
             else:
                 plan = payload
         assert isinstance(plan, TurnPlan)
-        turn = _Turn(plan, Numbering(plan.sources), {"plan": time.perf_counter() - t0}, t0)
+        turn = _StreamedTurn(plan, Numbering(plan.sources), {"plan": time.perf_counter() - t0}, t0)
         yield "retrieved", plan.retrieved
         if plan.prefix:
             yield turn.show(plan.prefix if plan.abstain else turn.numbering.apply(plan.prefix))
@@ -105,7 +105,7 @@ class AnswerEngine:
             if kind == "plan":
                 return
 
-    def _prose(self, turn: "_Turn", message: str) -> Iterator[Event]:
+    def _prose(self, turn: "_StreamedTurn", message: str) -> Iterator[Event]:
         """The model's prose, released sentence by sentence once checked; the cited extracts
         when the model is unavailable, fails, or says nothing the abstracts support."""
         plan = turn.plan
@@ -215,7 +215,7 @@ class AnswerEngine:
         yield from stream_chat_events(llm, messages,
                                       max_tokens=min(max_tokens, self.settings.max_tokens))
 
-    def _finish(self, turn: "_Turn") -> Answer:
+    def _finish(self, turn: "_StreamedTurn") -> Answer:
         plan, grounded = turn.plan, turn.grounded
         citations = [] if plan.abstain else self._citations(turn)
         turn.timings["total"] = time.perf_counter() - turn.t0
@@ -229,7 +229,7 @@ class AnswerEngine:
         )
 
     @staticmethod
-    def _table(turn: "_Turn"):
+    def _table(turn: "_StreamedTurn"):
         """A literature table's rows, numbered as the shown text numbers them."""
         table = turn.plan.table
         if table is None or turn.plan.abstain:
@@ -239,7 +239,7 @@ class AnswerEngine:
         return table.model_copy(update={"rows": rows})
 
     @staticmethod
-    def _citations(turn: "_Turn") -> list[Citation]:
+    def _citations(turn: "_StreamedTurn") -> list[Citation]:
         """Exactly the papers the shown text cites, numbered as shown."""
         by_n = {s.n: s for s in turn.plan.sources}
         out = []
@@ -279,7 +279,7 @@ def _written(llm, template: str, question: str, max_tokens: int, grammar: str = 
 
 
 @dataclass
-class _Turn:
+class _StreamedTurn:
     """One turn being streamed: its plan, what has been shown so far, and how it is numbered."""
 
     plan: TurnPlan

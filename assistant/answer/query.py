@@ -143,7 +143,7 @@ PART_SPLIT_RE = re.compile(
 ANOTHER_PART_RE = re.compile(r"^\W*(?:and\s+)?(?:also|separately|additionally|plus)\b", re.I)
 
 
-MODES = ("question", "summary", "compare", "similar", "table")
+INTENTS = ("question", "summary", "compare", "similar", "table")
 
 # how many papers a question wants: "which paper …" one, "papers on …" / "is there any work" several
 SINGULAR_RE = re.compile(r"\b(which|what) (paper|work|article|study|method)\b|\bthe paper\b", re.I)
@@ -459,7 +459,7 @@ def _frame(word: str) -> bool:
     return not w or w in REQUEST_WORDS or w in FRAME_WORDS or w in FUNCTION_WORDS
 
 
-def _trimmed(clause: str) -> str:
+def _without_request_words(clause: str) -> str:
     """A clause without the request words at its edges."""
     text = FRAME_PHRASE_RE.sub(" ", SCOPE_TAIL_RE.sub(" ", POLITE_RE.sub("", clause.strip())))
     words = re.findall(r"[^\s]+", text)
@@ -513,7 +513,7 @@ def topic_clauses(message: str) -> list[tuple[str, bool, str]]:
     on causal inference") and the clause as written, in the order written."""
     clauses = _clauses(message)
     pruned = [ANAPHOR_RE.sub(" ", c) for c in clauses] if len(clauses) > 1 else clauses
-    named = [(_trimmed(p), bool(CONTEXT_CLAUSE_RE.match(p)), c) for p, c in zip(pruned, clauses)]
+    named = [(_without_request_words(p), bool(CONTEXT_CLAUSE_RE.match(p)), c) for p, c in zip(pruned, clauses)]
     return [n for n in named if n[0]]
 
 
@@ -886,7 +886,7 @@ UNKNOWN_LABEL_RE = re.compile(
     rf"(?<![\w.'’])(?P<label>{LABEL_WORDS}){GROUPING_AFTER}|"
     rf"(?P<before>(?i:{SCOPE_BEFORE}))(?<![\w.'’])(?P<label2>{LABEL_WORDS})|"
     rf"(?<![\w.'’])(?P<label3>{LABEL_WORD}(?:\s+{LABEL_WORD}){{0,3}}\s*·\s*{LABEL_WORD}(?:\s+{LABEL_WORD}){{0,3}})")
-CONNECTORS = {"and", "&", "/", "·"}
+LABEL_JOINERS = {"and", "&", "/", "·"}
 
 
 # English function words: never part of a category's label ("in the", "of", "with").
@@ -913,7 +913,7 @@ def label_span(text: str, at_end: bool) -> tuple[int, int]:
         skip += 1
     n = skip
     while n < len(tokens) and (content(n) or (
-            tokens[n].group().lower() in CONNECTORS and skip < n < len(tokens) - 1 and content(n + 1))):
+            tokens[n].group().lower() in LABEL_JOINERS and skip < n < len(tokens) - 1 and content(n + 1))):
         n += 1
     if n == skip:
         return 0, 0
@@ -1001,7 +1001,7 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     `read_focus(message)` reads whether the message asks about the paper in focus ("focus") or
     something new ("new"), by meaning (None: unsure), for references a pronoun or a noun makes."""
     message = message.strip()
-    if mode in MODES:
+    if mode in INTENTS:
         intent: Intent = mode
     else:
         rules = detect_intent(plain(message))

@@ -117,11 +117,11 @@ def compare_targets(message: str) -> list[str]:
         # what comes before "how does" frames the question ("For catastrophic forgetting: how
         # does A compare with B?")
         message, m = _subject(message[:m.start()]) + message[m.start():], None
-    body = _trimmed(m.group(1) if m and terms(m.group(1)) else message)
+    body = _comparison_body(m.group(1) if m and terms(m.group(1)) else message)
     # "between" may sit inside a described side ("… causal graphs between brain regions"):
     # sides described from the message's first "the … paper" are tried as well
     first = DESCRIPTION_SEARCH_RE.search(message)
-    described = described_sides(body) or (described_sides(_trimmed(message[first.start():])) if first else [])
+    described = described_sides(body) or (described_sides(_comparison_body(message[first.start():])) if first else [])
     if described:
         return described
     body = _without_after_names(_before_question(body))
@@ -139,7 +139,7 @@ def compared_against(message: str) -> str:
     m = COMPARE_START_RE.search(message)
     if not (m and _measured_against(message, m)):
         return ""
-    side = LEADING_CONNECTOR_RE.sub("", _trimmed(m.group(1)))
+    side = LEADING_CONNECTOR_RE.sub("", _comparison_body(m.group(1)))
     return "" if DESCRIPTION_RE.search(side) else _clean_name(side)
 
 
@@ -168,7 +168,7 @@ def told_sides(message: str) -> list[str]:
     return [_clean_name(side) for side in sides]
 
 
-def _trimmed(body: str) -> str:
+def _comparison_body(body: str) -> str:
     """The body without end punctuation, a leading "how does", or a remark after the sides; a
     dash that introduces described sides ("the two X papers — the one … and the one …") is
     read as a colon."""
