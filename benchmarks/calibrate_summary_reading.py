@@ -34,7 +34,7 @@ from calibrate_reading import make_reader  # noqa: E402
 from corpora import ROOT, open_corpus, read_jsonl, seed_ids_by_key  # noqa: E402
 
 from assistant.answer.query import parse  # noqa: E402
-from assistant.answer.reading import default_model as default_reading_model, leads, topic_proba  # noqa: E402
+from assistant.answer.reading import default_model as default_reading_model, leads, topic_read  # noqa: E402
 from assistant.config import RelevancePolicy  # noqa: E402
 
 VERDICT_PROMPT = ROOT / "prompts" / "verdict.txt"
@@ -85,16 +85,14 @@ def gather(pa, items: list[dict], n_read: int) -> list[dict]:
 
 
 def by_reading(rec: dict, judge, t: float, w: float, n_read: int, m: float | None = None) -> list[str]:
-    """The engine's rule (plan.Planner._read_members): the `n_read` best read; when one reaches
-    topic_proba(gate p, yes, w) >= t, those at >= m (t when None) are members; then unread ones
-    at the summary threshold."""
-    read = rec["judged"][:n_read]
-    probas = [topic_proba(j.p, y, w) for j, y in zip(read, rec["yes"])]
-    if not probas or max(probas) < t:
+    """The engine's rule (plan.Planner._read_members): the `n_read` best read and judged as
+    `Reader.read_topic` judges them (`topic_read`); when one is a member, the unread ones at the
+    summary threshold join them."""
+    read = topic_read(rec["judged"][:n_read], rec["yes"], t, w, m)
+    if not read.accepted:
         return []
-    members = [j.paper.paper_id for j, pr in zip(read, probas) if pr >= (t if m is None else m)]
     rest = rec["judged"][n_read:]
-    return members + [j.paper.paper_id for j in judge.relevant(rest, judge.summary_threshold)]
+    return [j.paper.paper_id for j in read.accepted + judge.relevant(rest, judge.summary_threshold)]
 
 
 def shipped(rec: dict, judge, reading_papers: int) -> list[str]:

@@ -256,14 +256,21 @@ class Reader:
         yes = self._yes_each(topic, judged, candidates)
         if yes is None:
             return None
-        read = [replace(j, p=topic_proba(j.p, y, gate_weight),
-                        features={**j.features, "gate_p": j.p, "yes": y})
-                for j, y in zip(candidates, yes)]
-        read.sort(key=lambda j: -j.p)
-        if not read or read[0].p < threshold:
-            return Read(read, [], threshold)
-        bar = threshold if member is None else min(member, threshold)
-        return Read(read, [j for j in read if j.p >= bar], threshold)
+        return topic_read(candidates, yes, threshold, gate_weight, member)
+
+
+def topic_read(candidates: Sequence[Judged], yes: Sequence[float], threshold: float,
+               gate_weight: float, member: Optional[float] = None) -> Read:
+    """`Reader.read_topic`'s judgement of read candidates given their readings (`yes`, in the
+    candidates' order); apart from the model so that benchmarks/calibrate_summary_reading.py
+    sweeps the same rule over readings it keeps."""
+    read = [replace(j, p=topic_proba(j.p, y, gate_weight), features={**j.features, "gate_p": j.p, "yes": y})
+            for j, y in zip(candidates, yes)]
+    read.sort(key=lambda j: -j.p)
+    if not read or read[0].p < threshold:
+        return Read(read, [], threshold)
+    bar = threshold if member is None else min(member, threshold)
+    return Read(read, [j for j in read if j.p >= bar], threshold)
 
 
 def topic_proba(gate_p: float, yes: float, gate_weight: float) -> float:
