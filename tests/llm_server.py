@@ -24,6 +24,8 @@ from typing import Callable, Iterator, Optional
 
 import pytest
 
+from assistant.config import Settings
+
 try:
     from servers import free_port, start_process_server  # tests/ on sys.path (pytest, conftest)
 except ImportError:  # imported as tests.llm_server from the project root
@@ -110,6 +112,6 @@ def openai_server() -> Iterator[str]:
     """Base URL (``http://127.0.0.1:PORT/v1``) of a real llama_cpp.server running SmolLM2-135M."""
     path = smollm2_server_or_skip()
     # the cores this test process may use (its share under pytest-xdist: tests/conftest.py)
-    threads = int(os.environ.get("PAPER_ASSISTANT_N_THREADS") or 0) or os.cpu_count()
+    threads = Settings().n_threads or os.cpu_count()
     with openai_server_running(path, n_ctx=2048, n_threads=threads) as base_url:
         yield base_url
