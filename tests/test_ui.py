@@ -75,11 +75,28 @@ def page(browser, server):
     outside = []
     pg.on("request", lambda r: outside.append(r.url)
           if not r.url.startswith((server, "data:", "blob:")) else None)
-    pg.goto(server)
-    pg.wait_for_selector("#pa-input textarea")
+    open_page(pg, server)
     yield pg
     context.close()
     assert not outside, f"the page fetched from outside the server: {outside}"
+
+
+def open_page(pg, url: str, timeout: float = 60.0) -> None:
+    """Load the page and wait until its load events (the collection's facets and stats, the kept
+    conversation) have answered: their one queue stream ends, finished or closed by the page.
+    A test that acted earlier could see their late update replace the author box's choices."""
+    ended = []
+    on_end = lambda r: ended.append(r) if "/gradio_api/queue/data" in r.url else None  # noqa: E731
+    pg.on("requestfinished", on_end)
+    pg.on("requestfailed", on_end)
+    pg.goto(url)
+    pg.wait_for_selector("#pa-input textarea")
+    deadline = time.monotonic() + timeout
+    while not ended and time.monotonic() < deadline:
+        pg.wait_for_timeout(50)  # lets Playwright deliver the request events
+    pg.remove_listener("requestfinished", on_end)
+    pg.remove_listener("requestfailed", on_end)
+    assert ended, f"the page's load events did not answer within {timeout:.0f} s"
 
 
 def ask(page, question: str) -> dict:
@@ -279,7 +296,7 @@ def test_author_box_ships_a_bounded_list_and_searches_the_rest(pa):
 def test_page_author_box_finds_a_name_it_did_not_ship(page):
     page.click("#pa-authors input")
     page.fill("#pa-authors input", "")
-    page.keyboard.type("natara", delay=30)
+    page.keyboard.type("natara")  # faster than the answers come: each keystroke's own text counts
     option = page.locator("#pa-authors li[aria-label='Sriraam Natarajan']")
     option.wait_for()
     option.click()
@@ -298,7 +315,9 @@ def test_corpus_upload_good_file_then_bad_file(page, tmp_path):
     good = tmp_path / "more_papers.jsonl"
     good.write_text("\n".join(json.dumps(r) for r in GOOD_JSONL) + "\n", encoding="utf-8")
     page.set_input_files("#pa-upload input[type='file']", str(good))
-    page.wait_for_selector("#pa-upload :text('more_papers.jsonl')", timeout=60_000)  # sent to the server first
+    # sent to the server first; the page then lists the file by name (its stem and extension
+    # are separate elements, so the name is matched on the row's label, not its text)
+    page.wait_for_selector("#pa-upload [aria-label='more_papers.jsonl']", timeout=60_000)
     page.click("#pa-upload-btn")
     page.wait_for_selector("#pa-upload-status .ok", timeout=60_000)
     assert _papers_shown(page) == before + 2
@@ -316,7 +335,7 @@ def test_corpus_upload_good_file_then_bad_file(page, tmp_path):
                    + '{"id": "bad", "title": "Broken", "abstract": \n', encoding="utf-8")
     page.locator("#pa-upload button[aria-label='Clear']").first.click()
     page.set_input_files("#pa-upload input[type='file']", str(bad))
-    page.wait_for_selector("#pa-upload :text('broken.jsonl')", timeout=60_000)
+    page.wait_for_selector("#pa-upload [aria-label='broken.jsonl']", timeout=60_000)
     page.click("#pa-upload-btn")
     page.wait_for_selector("#pa-upload-status .err", timeout=60_000)
     message = page.inner_text("#pa-upload-status")

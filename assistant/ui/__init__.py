@@ -213,6 +213,10 @@ def _wire(demo: gr.Blocks, page: Page, h: PageHandlers) -> None:
     demo.load(h.on_load, None, [*page.filters, page.stats], api_visibility="private")
     demo.load(h.restore, [page.kept], page.conversation_outputs, api_visibility="private",
               show_progress="hidden")
+    # Every keystroke is sent with its own text, one at a time in the order typed, so the last
+    # answer is for the last text. Gradio's "always_last" re-sends the first deferred keystroke's
+    # text instead (6.31), and a fast typist was offered names for "n" when they had typed "natara".
     page.authors.key_up(h.author_choices, [page.authors], page.authors, api_visibility="private",
-                        queue=False, show_progress="hidden", trigger_mode="always_last")
+                        show_progress="hidden", trigger_mode="multiple", concurrency_limit=1,
+                        concurrency_id="author-box")
     gr.api(h.api_chat, api_name="chat", concurrency_id="chat")
