@@ -45,6 +45,8 @@ os.environ.setdefault("GRADIO_TEMP_DIR", GRADIO_TMP)
 @pytest.hookimpl(trylast=True)  # after pytest has removed this session's tmp_path folders
 def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(GRADIO_TMP, ignore_errors=True)
+    if "store" in _SEED_TEMPLATE:
+        shutil.rmtree(_SEED_TEMPLATE["store"].parent, ignore_errors=True)
     # pytest keeps its tmp_path root (/tmp/pytest-of-USER) even when it removed everything in
     # it: removed when empty (a failed test's folder, or another run's, keeps it)
     with contextlib.suppress(OSError):
@@ -91,14 +93,33 @@ def make_settings(store_dir: Path, **overrides) -> Settings:
     return Settings(store_dir=Path(store_dir), llm_backend="none", **overrides)
 
 
+# The bundled corpus is indexed once per test process, into this folder; seeded_assistant gives
+# each caller a copy (a copy opens in milliseconds, indexing takes 1.5-5 s on a busy machine).
+_SEED_TEMPLATE: dict[str, Path] = {}
+
+
+def _seed_template() -> Path:
+    if "store" not in _SEED_TEMPLATE:
+        from assistant.config import load_settings
+        from assistant.library import PaperAssistant
+
+        store = Path(tempfile.mkdtemp(prefix="paper-assistant-tests-seed-")) / "store"
+        template = PaperAssistant(load_settings(llm_backend="none", store_dir=store))
+        assert template.ensure_corpus()[0].papers == 20
+        _SEED_TEMPLATE["store"] = store
+    return _SEED_TEMPLATE["store"]
+
+
 def seeded_assistant(store_dir: Path, cls=None):
     """A PaperAssistant (no LLM) with the bundled corpus on its own store, for the tests that
-    serve it (the page, /v1): they may write to it."""
+    serve it (the page, /v1): they may write to it. The store is a copy of one indexed once,
+    its map's cache included."""
     from assistant.config import load_settings
     from assistant.library import PaperAssistant
 
+    shutil.copytree(_seed_template(), store_dir, dirs_exist_ok=True)
     assistant = (cls or PaperAssistant)(load_settings(llm_backend="none", store_dir=store_dir))
-    assistant.ensure_corpus()
+    assert assistant.ensure_corpus() is None  # the copy holds the corpus already
     return assistant
 
 

@@ -79,7 +79,7 @@ def test_map_has_every_paper_deterministic_layout_and_labelled_themes(pa):
 def test_map_is_cached_with_the_store_and_rebuilt_after_ingest(tmp_path, monkeypatch):
     from assistant import map as map_module
 
-    pa = seeded_assistant(tmp_path / "store")  # ingest builds the map and caches it
+    pa = seeded_assistant(tmp_path / "store")  # its ingest built the map and cached it in the store
     cache = pa.store.cache_dir
     meta = json.loads((cache / "map.json").read_text())
     assert meta["revision"] == pa.store.revision() and meta["papers"] == 20
