@@ -34,6 +34,24 @@ GRADIO_WARNINGS = ["ignore:.*no_silent_downcasting.*", "ignore:The copy keyword 
 BOT_MESSAGES = "#pa-chat [data-testid='bot']"
 
 
+def open_page(pg, url: str, timeout: float = 60.0) -> None:
+    """Load the page and wait until its load events (the collection's facets and stats, the kept
+    conversation) have answered: their one queue stream ends, finished or closed by the page.
+    A test that acted earlier could see their late update replace the author box's choices."""
+    ended = []
+    on_end = lambda r: ended.append(r) if "/gradio_api/queue/data" in r.url else None  # noqa: E731
+    pg.on("requestfinished", on_end)
+    pg.on("requestfailed", on_end)
+    pg.goto(url)
+    pg.wait_for_selector("#pa-input textarea")
+    deadline = time.monotonic() + timeout
+    while not ended and time.monotonic() < deadline:
+        pg.wait_for_timeout(50)  # lets Playwright deliver the request events
+    pg.remove_listener("requestfinished", on_end)
+    pg.remove_listener("requestfailed", on_end)
+    assert ended, f"the page's load events did not answer within {timeout:.0f} s"
+
+
 def wait_for_reply(page, n_before: int) -> None:
     """Wait until the page's chat shows a bot message beyond the first `n_before`."""
     page.wait_for_function(

@@ -25,8 +25,8 @@ from assistant.map_labels import OTHER, name_groups, paper_phrases
 from assistant.types import Paper
 from assistant.server import create_app
 from conftest import seeded_assistant, write_jsonl
-from servers import (BOT_MESSAGES, CHROMIUM, CHROMIUM_ARGS, GRADIO_WARNINGS, chat_on_page, running_app,
-                     wait_for_reply)
+from servers import (BOT_MESSAGES, CHROMIUM, CHROMIUM_ARGS, GRADIO_WARNINGS, chat_on_page, open_page,
+                     running_app, wait_for_reply)
 
 pytestmark = [pytest.mark.filterwarnings(w) for w in GRADIO_WARNINGS]
 
@@ -410,8 +410,7 @@ def page(browser, server):
     context = browser.new_context(viewport={"width": 1400, "height": 1050})
     pg = context.new_page()
     pg.set_default_timeout(30_000)
-    pg.goto(url)
-    pg.wait_for_selector("#pa-input textarea")
+    open_page(pg, url)
     yield pg
     context.close()
 

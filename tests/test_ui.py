@@ -19,7 +19,7 @@ import pytest
 from assistant.corpus.reader import EXTENSIONS, accepted_files
 from assistant.server import create_app
 from conftest import seeded_assistant
-from servers import BOT_MESSAGES, CHROMIUM, CHROMIUM_ARGS, GRADIO_WARNINGS, running_app
+from servers import BOT_MESSAGES, CHROMIUM, CHROMIUM_ARGS, GRADIO_WARNINGS, open_page, running_app
 
 pytestmark = [pytest.mark.filterwarnings(w) for w in GRADIO_WARNINGS]
 
@@ -79,24 +79,6 @@ def page(browser, server):
     yield pg
     context.close()
     assert not outside, f"the page fetched from outside the server: {outside}"
-
-
-def open_page(pg, url: str, timeout: float = 60.0) -> None:
-    """Load the page and wait until its load events (the collection's facets and stats, the kept
-    conversation) have answered: their one queue stream ends, finished or closed by the page.
-    A test that acted earlier could see their late update replace the author box's choices."""
-    ended = []
-    on_end = lambda r: ended.append(r) if "/gradio_api/queue/data" in r.url else None  # noqa: E731
-    pg.on("requestfinished", on_end)
-    pg.on("requestfailed", on_end)
-    pg.goto(url)
-    pg.wait_for_selector("#pa-input textarea")
-    deadline = time.monotonic() + timeout
-    while not ended and time.monotonic() < deadline:
-        pg.wait_for_timeout(50)  # lets Playwright deliver the request events
-    pg.remove_listener("requestfinished", on_end)
-    pg.remove_listener("requestfailed", on_end)
-    assert ended, f"the page's load events did not answer within {timeout:.0f} s"
 
 
 def ask(page, question: str) -> dict:
