@@ -3,6 +3,7 @@
     seed_settings    Settings on a temporary store folder, llm_backend="none"
     seed_assistant   PaperAssistant on seed_settings with the bundled seed corpus ingested once
     seeded_assistant(store_dir, cls)  the same on a store of its own (for tests that write)
+    seed_store(dst)  a store of its own with the bundled corpus, unopened (for `serve`)
     answered_by(pa, llm, backend)     an assistant on pa's store whose answers `llm` writes
     talk(pa, *messages)               the last answer of a conversation of these messages
     chroma_server    "http://127.0.0.1:PORT" of a real `chroma run` server (session-scoped)
@@ -14,6 +15,7 @@ the seeded one: it is shared by every test of the session.
 from __future__ import annotations
 
 import contextlib
+import functools
 import getpass
 import json
 import os
@@ -45,8 +47,8 @@ os.environ.setdefault("GRADIO_TEMP_DIR", GRADIO_TMP)
 @pytest.hookimpl(trylast=True)  # after pytest has removed this session's tmp_path folders
 def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(GRADIO_TMP, ignore_errors=True)
-    if "store" in _SEED_TEMPLATE:
-        shutil.rmtree(_SEED_TEMPLATE["store"].parent, ignore_errors=True)
+    if _seed_template.cache_info().currsize:  # built by this process
+        shutil.rmtree(_seed_template().parent, ignore_errors=True)
     # pytest keeps its tmp_path root (/tmp/pytest-of-USER) even when it removed everything in
     # it: removed when empty (a failed test's folder, or another run's, keeps it)
     with contextlib.suppress(OSError):
@@ -93,32 +95,34 @@ def make_settings(store_dir: Path, **overrides) -> Settings:
     return Settings(store_dir=Path(store_dir), llm_backend="none", **overrides)
 
 
-# The bundled corpus is indexed once per test process, into this folder; seeded_assistant gives
-# each caller a copy (a copy opens in milliseconds, indexing takes 1.5-5 s on a busy machine).
-_SEED_TEMPLATE: dict[str, Path] = {}
-
-
+@functools.cache
 def _seed_template() -> Path:
-    if "store" not in _SEED_TEMPLATE:
-        from assistant.config import load_settings
-        from assistant.library import PaperAssistant
+    """A store with the bundled corpus, indexed once per test process (1.5-5 s); the tests
+    get copies of it (`seed_store`), which open in milliseconds."""
+    from assistant.config import load_settings
+    from assistant.library import PaperAssistant
 
-        store = Path(tempfile.mkdtemp(prefix="paper-assistant-tests-seed-")) / "store"
-        template = PaperAssistant(load_settings(llm_backend="none", store_dir=store))
-        assert template.ensure_corpus()[0].papers == 20
-        _SEED_TEMPLATE["store"] = store
-    return _SEED_TEMPLATE["store"]
+    store = Path(tempfile.mkdtemp(prefix="paper-assistant-tests-seed-")) / "store"
+    template = PaperAssistant(load_settings(llm_backend="none", store_dir=store))
+    assert template.ensure_corpus()[0].papers == 20
+    return store
+
+
+def seed_store(dst: Path) -> Path:
+    """`dst`, a store of its own holding the bundled corpus (a copy of the indexed template, its
+    map's cache included): for `serve` and the tests that write."""
+    shutil.copytree(_seed_template(), dst, dirs_exist_ok=True)
+    return dst
 
 
 def seeded_assistant(store_dir: Path, cls=None):
     """A PaperAssistant (no LLM) with the bundled corpus on its own store, for the tests that
-    serve it (the page, /v1): they may write to it. The store is a copy of one indexed once,
-    its map's cache included."""
+    serve it (the page, /v1): they may write to it (`seed_store`)."""
     from assistant.config import load_settings
     from assistant.library import PaperAssistant
 
-    shutil.copytree(_seed_template(), store_dir, dirs_exist_ok=True)
-    assistant = (cls or PaperAssistant)(load_settings(llm_backend="none", store_dir=store_dir))
+    settings = load_settings(llm_backend="none", store_dir=seed_store(store_dir))
+    assistant = (cls or PaperAssistant)(settings)
     assert assistant.ensure_corpus() is None  # the copy holds the corpus already
     return assistant
 
@@ -192,7 +196,7 @@ def seed_assistant(seed_settings):
     """The seed corpus ingested once per session. Read-only: do not write to it."""
     from assistant.library import PaperAssistant
 
-    shutil.copytree(_seed_template(), seed_settings.store_dir, dirs_exist_ok=True)
+    seed_store(seed_settings.store_dir)
     pa = PaperAssistant(seed_settings)
     assert pa.stats()["papers"] == 20
     return pa

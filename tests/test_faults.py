@@ -9,7 +9,6 @@ gives HTTP 200 with the cited extracts and a notice (`> Note: …` at the end of
 """
 from __future__ import annotations
 
-import shutil
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -19,7 +18,7 @@ import httpx
 import openai
 import pytest
 
-from conftest import SEED_CONVERSATIONS, seeded_assistant, start_chroma_server
+from conftest import SEED_CONVERSATIONS, seed_store, start_chroma_server
 from faultkit import (PageSession, run_cli, papers_file, sigkill_port, start_llm, start_serve,
                       store_consistency, v1_conversation)
 from llm_server import smollm2_server_or_skip
@@ -49,25 +48,10 @@ def _v1_stream_text(url: str, question: str) -> tuple[str, dict]:
     return text, [c for c in chunks if c.choices][-1].to_dict()
 
 
-@pytest.fixture(scope="module")
-def seed_template(tmp_path_factory) -> Path:
-    """A store with the seed corpus, built once; `serve` runs on copies of it (on an empty store
-    it would index the corpus itself first, 30-80 s on a busy 2-core machine)."""
-    folder = tmp_path_factory.mktemp("seed-template") / "store"
-    pa = seeded_assistant(folder)
-    assert pa.stats()["papers"] == 20
-    return folder
-
-
-def seed_copy(template: Path, dst: Path) -> Path:
-    shutil.copytree(template, dst)
-    return dst
-
-
 # ============================================================================ 1. model server down
 
 @pytest.fixture(scope="module")
-def llm(tmp_path_factory, seed_template):
+def llm(tmp_path_factory):
     """A SmolLM2 llama_cpp.server on a fixed port of its own (the session's shared one must not
     be killed), the seeded store, and an assistant using it through `--backend openai`."""
     model = smollm2_server_or_skip()
@@ -75,7 +59,7 @@ def llm(tmp_path_factory, seed_template):
     from assistant.library import PaperAssistant
 
     folder = tmp_path_factory.mktemp("llm-down")
-    seed_copy(seed_template, folder / "store")
+    seed_store(folder / "store")
     port = free_port()
     state = {"port": port, "model": model, "stop": None}
 
@@ -273,7 +257,7 @@ KILL_AFTER = 16  # papers written (one batch: `ingest_batch_papers`) before the 
 
 
 @pytest.fixture(scope="module")
-def killed_upload(tmp_path_factory, seed_template):
+def killed_upload(tmp_path_factory):
     """Upload UPLOAD_PAPERS real abstracts through the Corpus tab and SIGKILL `serve` once the
     progress bar passes KILL_AFTER; then restart it on the same store."""
     from assistant.config import load_settings
@@ -281,7 +265,7 @@ def killed_upload(tmp_path_factory, seed_template):
     folder = tmp_path_factory.mktemp("killed-upload")
     papers = papers_file(folder / "arxiv.jsonl", UPLOAD_PAPERS)
     batches = {"PAPER_ASSISTANT_INGEST_BATCH_PAPERS": str(KILL_AFTER)}
-    serve = start_serve(seed_copy(seed_template, folder / "store"), env=batches)
+    serve = start_serve(seed_store(folder / "store"), env=batches)
     seen: list[tuple[int, int]] = []
 
     def progress(done, total):
@@ -366,10 +350,10 @@ PAGE_CONVERSATIONS = 2  # benchmarks/faults.py runs 4 (and the local model)
 
 
 @pytest.mark.slow
-def test_sixteen_v1_and_page_conversations_at_once(tmp_path, seed_template):
+def test_sixteen_v1_and_page_conversations_at_once(tmp_path):
     """16 two-turn /v1 conversations and 2 two-turn page conversations at the same time, backend
     `none`: every request answered (no 5xx, none dropped), each follow-up about its own paper."""
-    serve = start_serve(seed_copy(seed_template, tmp_path / "store"))
+    serve = start_serve(seed_store(tmp_path / "store"))
     try:
         start = threading.Barrier(len(CONVERSATIONS) + PAGE_CONVERSATIONS)
 
@@ -452,7 +436,7 @@ BACKDOOR_Q = "Which paper studies backdoor attacks in federated learning?"
 
 
 @pytest.mark.browser
-def test_serve_restarted_under_an_open_page_keeps_the_conversation(tmp_path, seed_template):
+def test_serve_restarted_under_an_open_page_keeps_the_conversation(tmp_path):
     """Ask on the page; `serve` stops and starts again on the same port and store (nothing of
     the conversation is left in the server). The open page's next follow-up still means the
     first answer's paper (the session continues from the browser's copy), and a reload brings
@@ -466,7 +450,7 @@ def test_serve_restarted_under_an_open_page_keeps_the_conversation(tmp_path, see
         pytest.skip(f"{CHROMIUM} is missing (`make browser`)")
     from playwright.sync_api import sync_playwright
 
-    store = seed_copy(seed_template, tmp_path / "store")
+    store = seed_store(tmp_path / "store")
     port = free_port()
     serve = start_serve(store, port=port)
     try:

@@ -310,13 +310,12 @@ def test_serve_answers_through_its_default_llama_server_after_the_warm_up(tmp_pa
     import httpx
 
     from assistant.llm.server import llama_cpp_tools
-    from conftest import seeded_assistant
+    from conftest import seed_store
     from faultkit import start_serve
 
     if llama_cpp_tools() is None:
         pytest.skip("llama-server not built (make llama-server)")
-    store = tmp_path / "store"
-    seeded_assistant(store)
+    store = seed_store(tmp_path / "store")
     serve = start_serve(store, backend="local", extra=("--model-path", str(SMOL)),
                         env={"PAPER_ASSISTANT_MAX_TOKENS": "24"})
     try:
