@@ -42,8 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpora import ROOT, open_corpus, read_jsonl  # noqa: E402
 
 from assistant.answer.evidence import Source  # noqa: E402
-from assistant.answer.ground import (cited_in, ends_sentence, makes_claim,  # noqa: E402
-                                     question_allowance, split_answer)
+from assistant.answer.ground import cited_in, ends_sentence, makes_claim, split_answer  # noqa: E402
+from assistant.answer.query import question_allowance  # noqa: E402
 from assistant.answer.markers import MARKER_RE  # noqa: E402
 from assistant.llm.errors import BackendError  # noqa: E402
 

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 import pytest
 
 from assistant.answer.naming import (dated, defines, holds_title, introduces, is_name, named_in_abstract,
-                                     title_has_all, writes_name_of, written_as_name)
+                                     phrase_words, title_has_all, writes_name_of, written_as_name)
 from assistant.types import Paper
 
 
@@ -162,4 +162,4 @@ def test_of_the_papers_that_present_a_name_the_one_that_spells_it_out_is_told_ap
 ])
 def test_a_message_writes_the_name_of_a_paper(message, title, writes):
     rare = lambda word: word != "attention"  # noqa: E731 - "attention": written in many abstracts
-    assert writes_name_of(message, paper("p", "An abstract.", title=title), rare) is writes
+    assert writes_name_of(phrase_words(message), paper("p", "An abstract.", title=title), rare) is writes

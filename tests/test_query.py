@@ -1046,3 +1046,18 @@ def test_what_the_collection_offers_is_a_request_and_the_asker_names_the_topic()
                "gradients. What does this collection offer?")
     assert detect_intent(message) == "summary"
     assert topic_of(message) == "workers in distributed SGD sending garbage or adversarial gradients"
+
+
+# ---------------------------------------------------------------- what later stages read of the message
+
+def test_the_query_carries_what_later_stages_read_of_the_message():
+    # the planner and the engine read these fields, never the message's words themselves
+    said = []
+    q = parse("Does Zywina's theorem contain Koymans and Pagano's result? Compare Top-W with it.", [],
+              authors=lambda message: said.append(message) or ["david zywina"])
+    assert said == ["Does Zywina's theorem contain Koymans and Pagano's result? Compare Top-W with it."]
+    assert q.authors == ["david zywina"]
+    assert q.words[:3] == ["does", "zywina's", "theorem"]
+    # a claim may use the question's words but not its names (Top-W, Koymans)
+    assert {"theorem", "result"} <= q.allowance and not {"top-w", "koyman", "koymans"} & q.allowance
+    assert q.question == q.message  # no part left out: the whole message is what is read

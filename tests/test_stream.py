@@ -42,7 +42,7 @@ def test_checked_prose_releases_a_sentence_only_after_the_next_begins(pa):
 def test_a_name_in_the_question_must_be_in_the_paper_cited_for_it(pa):
     # the question's words are free, its names are not: a sentence citing Top-W may not say
     # what Verbalized Sampling does just because the question named it
-    from assistant.answer.ground import question_allowance
+    from assistant.answer.query import question_allowance
 
     grounder = Grounder(pa.engine.embed)
     sources = _sources(pa, "Arash Gholamidavoodi", "Jiayi Zhang")

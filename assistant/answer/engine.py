@@ -19,7 +19,7 @@ from ..retrieve import Retriever
 from ..types import Answer, Citation, Filters, Quote, Turn
 from . import compose
 from .evidence import SentenceEmbeddings
-from .ground import GroundedText, Grounder, question_allowance
+from .ground import GroundedText, Grounder
 from .plan import Planner, TurnPlan
 from .reading import Reader, default_model as default_reading_model
 from .relevance import Judge
@@ -82,7 +82,7 @@ class AnswerEngine:
         if plan.prefix:
             yield turn.show(plan.prefix if plan.abstain else turn.numbering.apply(plan.prefix))
         if plan.prompt is not None and not plan.abstain:
-            yield from self._prose(turn, message)
+            yield from self._prose(turn)
         yield "final", self._finish(turn)
 
     def _planned(self, *args) -> Iterator[Event]:
@@ -105,11 +105,11 @@ class AnswerEngine:
             if kind == "plan":
                 return
 
-    def _prose(self, turn: "_StreamedTurn", message: str) -> Iterator[Event]:
+    def _prose(self, turn: "_StreamedTurn") -> Iterator[Event]:
         """The model's prose, released sentence by sentence once checked; the cited extracts
         when the model is unavailable, fails, or says nothing the abstracts support."""
         plan = turn.plan
-        checked = CheckedProse(self.grounder, plan.sources, allowed=question_allowance(message))
+        checked = CheckedProse(self.grounder, plan.sources, allowed=plan.allowance)
         llm = self._get_llm(plan.notices)
         if llm is not None and plan.lead:
             yield turn.show(turn.sep() + turn.numbering.apply(plan.lead))

@@ -310,16 +310,6 @@ def dropped_hedges(claim: str, line: str) -> list[str]:
     return [m.group(1) for m in HEDGE_RE.finditer(line) if stems(m.group(1)) & said]
 
 
-def question_allowance(message: str) -> frozenset[str]:
-    """Stems a claim may use without its source: the question's own words, except its names
-    ("Compare Top-W with Verbalized Sampling" does not let a sentence citing Top-W say what
-    Verbalized Sampling does: a name must be found in the paper cited for it)."""
-    words = re.findall(r"[\w'-]+", message)
-    capitalised = [w for w in words[1:] if w[:1].isupper()]  # the first word is capitalised anyway
-    names = stems(" ".join(distinctive_tokens(message) + capitalised))
-    return frozenset(stems(message) - names)
-
-
 def cited_in(text: str) -> list[int]:
     """The source numbers of the markers in `text`, once each, in order."""
     return list(dict.fromkeys(n for g in MARKER_RE.findall(text) for n in parse_markers(g)))

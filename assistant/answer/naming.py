@@ -4,7 +4,7 @@ title's initials, or a distinctive token — before any relevance model is asked
 from __future__ import annotations
 
 import re
-from typing import Callable, TypeVar
+from typing import Callable, Sequence, TypeVar
 
 from ..stats import defined_acronyms
 from ..text import STOPWORDS, acronym, distinctive_tokens, has_words, normalise, terms
@@ -70,20 +70,19 @@ def title_names(target: str, paper: Paper, initials: bool = True) -> bool:
 def holds_title(target: str, paper: Paper) -> bool:
     """The side writes the paper's whole title, with a remark around it ("the 'Scalable Private
     Learning with PATE' follow-up"): a title of three words or more, as a run of the side's words."""
-    title = _words(paper.title)
-    side = " ".join(_words(target))
+    title = phrase_words(paper.title)
+    side = " ".join(phrase_words(target))
     return len(title) >= 3 and f" {' '.join(title)} " in f" {side} "
 
 
-def writes_name_of(message: str, paper: Paper, rare: Callable[[str], bool]) -> bool:
-    """Does a message write a paper's own name: its title's head before a colon or dash, of up
-    to four words, as a run of the message's words ("glow" for "Glow: Generative Flow …", "train
-    longer, generalize better"; one word only when `rare`, which few abstracts write), or every
-    content word of a title of two to four ("the matrix capsules EM routing paper" for "Matrix
-    capsules with EM routing"), plurals aside?"""
-    words = _words(message)
-    head = _words(title_head(paper.title))
-    if len(head) < len(_words(paper.title)) and 1 <= len(head) <= 4 and (len(head) > 1 or rare(head[0])):
+def writes_name_of(words: Sequence[str], paper: Paper, rare: Callable[[str], bool]) -> bool:
+    """Do a message's words (`phrase_words`) write a paper's own name: its title's head before a
+    colon or dash, of up to four words, as a run of them ("glow" for "Glow: Generative Flow …",
+    "train longer, generalize better"; one word only when `rare`, which few abstracts write), or
+    every content word of a title of two to four ("the matrix capsules EM routing paper" for
+    "Matrix capsules with EM routing"), plurals aside?"""
+    head = phrase_words(title_head(paper.title))
+    if len(head) < len(phrase_words(paper.title)) and 1 <= len(head) <= 4 and (len(head) > 1 or rare(head[0])):
         if f" {' '.join(head)} " in f" {' '.join(words)} ":
             return True
     content = content_words(paper.title)
@@ -96,7 +95,7 @@ def title_has_all(words: list[str], paper: Paper) -> bool:
     Replay" in "Continual Learning with Deep Generative Replay"; "semi-supervised graph
     convolutional networks", the side's acronym spelt out, in "Semi-Supervised Classification
     with Graph Convolutional Networks"). Two words at least: one word is a topic, not a name."""
-    title = {w.rstrip("s") for w in _words(paper.title)}
+    title = {w.rstrip("s") for w in phrase_words(paper.title)}
     return len(words) >= 2 and all(w.rstrip("s") in title for w in words)
 
 
@@ -164,10 +163,10 @@ def new_terms(topic: str, papers: list[Paper]) -> bool:
 
 def content_words(text: str) -> list[str]:
     """The words of a phrase that are not function words, lower-cased, hyphenated parts apart."""
-    return [w for w in _words(text) if w not in STOPWORDS]
+    return [w for w in phrase_words(text) if w not in STOPWORDS]
 
 
-def _words(text: str) -> list[str]:
+def phrase_words(text: str) -> list[str]:
     """A phrase's words, lower-cased, hyphenated parts apart, quotes around them dropped."""
     return [w.strip("'") for w in WORD_RE.findall(normalise(text))]
 

@@ -4,6 +4,10 @@ The default local model neither abstains nor picks papers reliably on its own, s
 decisions that make an answer correct are made here: what the message refers to (query.py),
 which papers are about it (relevance.py), and the cited structure (compose.py). The model only
 writes prose over the papers chosen, which grounding then checks.
+
+The planner reads the typed `Query`, never the message's words: the message as written goes
+only to what reads it by meaning (the reading model, the model that copies a comparison's
+sides, the sentence embedder) and to the prose prompt.
 """
 from __future__ import annotations
 
@@ -52,6 +56,8 @@ class TurnPlan:
     notices: list[str] = field(default_factory=list)
     max_tokens: int = 160  # prose is a few sentences; a bound keeps the whole answer quick
     table: Optional[LiteratureTable] = None  # a literature table's rows (numbered by source n)
+    # the stems the prose may use without its source: the question's (Query.allowance)
+    allowance: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -98,8 +104,10 @@ class Planner:
         categories = sorted(self.store.corpus_stats().categories)
         q = parse(message, history, mode, describe=self._describe, categories=categories,
                   read_intent=self._read_intent, read_asks=self._read_asks,
-                  read_focus=self._read_focus)
+                  read_focus=self._read_focus,
+                  authors=lambda text: authors_referred(text, self.store.corpus_stats()))
         plan = self._route(q, history, scoped(filters, q), k)
+        plan.allowance = q.allowance
         if q.unknown_category:  # "the NLP area" in a collection without one: say how it was read
             plan.notices.append(compose.unknown_category(q.unknown_category, categories,
                                                          self.policy.categories_listed))
@@ -183,7 +191,7 @@ class Planner:
         if listing:  # members as a summary's are, by their own reading (no lead over the others)
             chosen, reading = self._topic_members(q.topic, judged)
         else:
-            chosen, reading = self._chosen(q.question or q.message, judged, q.singular, q.plural,
+            chosen, reading = self._chosen(q.question, judged, q.singular, q.plural,
                                            sure=self._named_alone(q, judged))
         # a listing's candidates were read against its topic, as a summary's: a second look reads
         # against the question, with a lead over the others, which a listing does not judge by
@@ -298,9 +306,9 @@ class Planner:
             return stats.papers_using(word) <= self.policy.name_papers
 
         for j in judged[: self.policy.referred_candidates]:  # "the matrix capsules EM routing paper"
-            if j.paper not in found and writes_name_of(q.message, j.paper, rare):
+            if j.paper not in found and writes_name_of(q.words, j.paper, rare):
                 found.append(j.paper)
-        for author in authors_referred(q.message, stats):
+        for author in q.authors:
             by = stats.papers_by([author])
             paper = next((j.paper for j in judged if j.paper.paper_id in by), None)
             if paper is not None and paper not in found:
@@ -431,7 +439,7 @@ class Planner:
         new = [h for h in found if h.paper.paper_id not in seen][: self.policy.second_look_papers]
         more = [gate.get(h.paper.paper_id) or Judged(h, 0.0) for h in new]
         reader = self._reader_for(judged, more) if more else None
-        again = reader.read_more(q.question or q.message, reading, more) if reader is not None else None
+        again = reader.read_more(q.question, reading, more) if reader is not None else None
         if again is None:
             return hits, [], reading
         retrieved = hits + [h for h in new if h.paper.paper_id not in gate]

@@ -19,6 +19,7 @@ from typing import Callable, Optional, Sequence
 
 from ..text import STOPWORDS, capitalised_phrases, distinctive_tokens, enumerated, stems, terms
 from ..types import Intent, Turn
+from .naming import phrase_words
 from .sides import LIST_SPLIT_RE, compare_targets, compared_against, describes_a_paper_here
 
 COMPARE_RE = re.compile(
@@ -269,6 +270,16 @@ def asks_for_a_paper_per_part(message: str) -> bool:
     return len(parts) >= 2 and all(p.topic and (p.singular or p.metadata) for p in parts)
 
 
+def question_allowance(message: str) -> frozenset[str]:
+    """Stems a claim may use without its source: the question's own words, except its names
+    ("Compare Top-W with Verbalized Sampling" does not let a sentence citing Top-W say what
+    Verbalized Sampling does: a name must be found in the paper cited for it)."""
+    words = re.findall(r"[\w'-]+", message)
+    capitalised = [w for w in words[1:] if w[:1].isupper()]  # the first word is capitalised anyway
+    names = stems(" ".join(distinctive_tokens(message) + capitalised))
+    return frozenset(stems(message) - names)
+
+
 @dataclass
 class Query:
     message: str
@@ -320,6 +331,12 @@ class Query:
     side_sentences: list[str] = field(default_factory=list)
     # the side after "how does A compare to B" (B), which the message does not assert is here
     compared_against: str = ""
+    # the stems an answer's sentence may use without its source (`question_allowance`)
+    allowance: frozenset[str] = frozenset()
+    words: list[str] = field(default_factory=list)  # the message's words, lower-cased (naming.phrase_words)
+    # authors of the collection the message names, possessives included ("Zywina's theorem"):
+    # parse's `authors` reading
+    authors: list[str] = field(default_factory=list)
 
     @property
     def sides(self) -> list[str]:
@@ -991,7 +1008,8 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
           describe: Callable[[str], str] = lambda pid: "", categories: Sequence[str] = (),
           read_intent: Callable[[str, Intent], Optional[Intent]] = lambda message, rules: None,
           read_asks: Callable[[str], Optional[str]] = lambda message: None,
-          read_focus: Callable[[str], Optional[str]] = lambda message: None) -> Query:
+          read_focus: Callable[[str], Optional[str]] = lambda message: None,
+          authors: Callable[[str], list[str]] = lambda message: []) -> Query:
     """The typed query of one message in its conversation. `describe(paper_id)` gives a paper's
     text, for references by description ("the causal papers you mentioned"); `categories` are
     the collection's, for a category named as one ("the papers in the Robotics area");
@@ -999,7 +1017,8 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
     rules' reading (answer/intent.py; None: the rules decide); `read_asks(message)` reads what a
     follow-up asks about its paper where the rules read content (None: unsure, content);
     `read_focus(message)` reads whether the message asks about the paper in focus ("focus") or
-    something new ("new"), by meaning (None: unsure), for references a pronoun or a noun makes."""
+    something new ("new"), by meaning (None: unsure), for references a pronoun or a noun makes;
+    `authors(message)` gives the collection's authors it names (relevance.authors_referred)."""
     message = message.strip()
     if mode in INTENTS:
         intent: Intent = mode
@@ -1048,7 +1067,8 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
               names=distinctive_tokens(plain(message), plus=True), phrases=capitalised_phrases(plain(message)),
               parts=[read_part(p) for p in split_parts(message)], categories=scope.categories if scope else [],
               scope=scope.phrase if scope else "", unknown_category=unknown.phrase if unknown else "",
-              topic_alternatives=alternatives)
+              topic_alternatives=alternatives, question=message, allowance=question_allowance(message),
+              words=phrase_words(message), authors=authors(message))
     q.parts, q.asks_date = dated_parts(message, q.parts, read_asks)
     # (a part pointing back keeps its words in the question searched and read: "How do they get
     # exact inference back?" says what the paper is about as much as the part before it)
