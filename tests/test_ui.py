@@ -274,6 +274,22 @@ def test_author_box_ships_a_bounded_list_and_searches_the_rest(pa):
     assert update["choices"] == ["Jie Wu", "Sriraam Natarajan"]  # what is chosen stays offered
 
 
+def test_the_author_boxs_names_on_load_queue_with_its_keystrokes(pa):
+    """A page whose load answers late must not replace the names offered for what the user has
+    typed since: the only load event that sets the box's names is queued with its keystrokes,
+    one at a time, and the page sends it before any keystroke."""
+    from assistant.ui import build_ui
+
+    demo = build_ui(pa)
+    box = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "pa-authors")
+    fns = list(demo.fns.values())
+    keys = [f for f in fns if any(t[1] == "key_up" for t in f.targets) and box in f.inputs]
+    loads = [f for f in fns if any(t[1] == "load" for t in f.targets) and box in f.outputs]
+    assert len(keys) == 1 and len(loads) == 1, (keys, loads)
+    assert loads[0].concurrency_id == keys[0].concurrency_id
+    assert loads[0].concurrency_limit == keys[0].concurrency_limit == 1
+
+
 @pytest.mark.browser
 def test_page_author_box_finds_a_name_it_did_not_ship(page):
     page.click("#pa-authors input")

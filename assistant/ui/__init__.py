@@ -210,7 +210,8 @@ def _wire(demo: gr.Blocks, page: Page, h: PageHandlers) -> None:
                              [page.stats, page.upload_status, *page.filters],
                              api_visibility="private", concurrency_limit=1,
                              concurrency_id="corpus")
-    demo.load(h.on_load, None, [*page.filters, page.stats], api_visibility="private")
+    demo.load(h.on_load, None, [f for f in (*page.filters, page.stats) if f is not page.authors],
+              api_visibility="private")
     demo.load(h.restore, [page.kept], page.conversation_outputs, api_visibility="private",
               show_progress="hidden")
     # Every keystroke is sent with its own text, one at a time in the order typed, so the last
@@ -219,4 +220,6 @@ def _wire(demo: gr.Blocks, page: Page, h: PageHandlers) -> None:
     page.authors.key_up(h.author_choices, [page.authors], page.authors, api_visibility="private",
                         show_progress="hidden", trigger_mode="multiple", concurrency_limit=1,
                         concurrency_id="author-box")
+    demo.load(h.authors_on_load, [page.authors], page.authors, api_visibility="private",
+              show_progress="hidden", concurrency_limit=1, concurrency_id="author-box")
     gr.api(h.api_chat, api_name="chat", concurrency_id="chat")

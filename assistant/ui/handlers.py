@@ -192,9 +192,13 @@ class PageHandlers:
     def author_choices(self, selected, key: gr.KeyUpData) -> dict:
         """As the user types in the author box: the names containing what was typed (the
         page holds AUTHOR_SUGGESTIONS names at a time, not every author of the corpus)."""
+        return self._author_update(selected, key.input_value or "")
+
+    def _author_update(self, selected, typed: str) -> dict:
+        """The author box's choices: the names chosen, then those containing `typed`."""
         selected = [s for s in (selected or []) if isinstance(s, str)]
         try:
-            found = self.pa.author_suggestions(key.input_value or "", AUTHOR_SUGGESTIONS)
+            found = self.pa.author_suggestions(typed, AUTHOR_SUGGESTIONS)
         except Exception:
             log.exception("could not read author suggestions")
             found = []
@@ -402,8 +406,18 @@ class PageHandlers:
                 p.year_max: gr.update(placeholder=year_hint(f, "year_max"))}
 
     def on_load(self) -> dict:
+        """The filters (all but the author box: `authors_on_load`) and the stats, as the
+        collection is now, not as it was when the page was built."""
         f = self.facets()
-        return {**self._facet_updates(f), self.page.stats: stats_html(self.stats(), f)}
+        updates = {**self._facet_updates(f), self.page.stats: stats_html(self.stats(), f)}
+        del updates[self.page.authors]
+        return updates
+
+    def authors_on_load(self, selected) -> dict:
+        """The author box's names as the collection is now. Queued with the box's keystrokes
+        (`author_choices`), after none of them: a page that loads slowly cannot replace the names
+        offered for what the user has typed since."""
+        return self._author_update(selected, "")
 
     def upload(self, file, progress=gr.Progress()) -> dict:
         p = self.page
