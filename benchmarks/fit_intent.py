@@ -380,6 +380,7 @@ def main() -> int:
                                "question and its p reaches this " + (
                                    "(the lowest at which the held-out question-set turns are read no "
                                    "worse than by the model before)" if args.bar_on_held_out
+                                   else "(given: --confidence)" if args.confidence is not None
                                    else "(best 5-fold accuracy on training)"),
             "embedding": "all-MiniLM-L6-v2 (packaged ONNX)",
             "test_accuracy": scores, "test_messages": len(test_y),
