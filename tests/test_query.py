@@ -1061,3 +1061,16 @@ def test_the_query_carries_what_later_stages_read_of_the_message():
     # a claim may use the question's words but not its names (Top-W, Koymans)
     assert {"theorem", "result"} <= q.allowance and not {"top-w", "koyman", "koymans"} & q.allowance
     assert q.question == q.message  # no part left out: the whole message is what is read
+
+
+@pytest.mark.parametrize("message,target,described", [
+    ("more like Top-W?", "Top-W", False),
+    ("anything else like this?", "", False),
+    # read as a request for neighbours by the intent model, no phrase says so: the whole
+    # message describes the paper
+    ("got papers along the lines of the neural Hawkes process?",
+     "got papers along the lines of the neural Hawkes process", True),
+])
+def test_what_a_request_for_neighbours_names(message, target, described):
+    q = parse(message, [], read_intent=lambda message, rules: "similar")
+    assert (q.intent, q.similar_target, q.similar_described) == ("similar", target, described)

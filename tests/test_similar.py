@@ -138,6 +138,24 @@ def test_neighbours_asked_in_words_no_phrase_lists_of_a_named_paper(pa, message)
     assert_lists_neighbours_of(pa, answer, answer.citations[0].paper_id)
 
 
+@pytest.mark.parametrize("message,first_author", [
+    ("the paper on sycophantic behavior of large language models", "Itai Shapira"),
+    ("got papers along the lines of the one on backdoor attacks in federated learning?", "zhixuan ma"),
+])
+def test_neighbours_of_the_paper_a_whole_message_describes(pa, message, first_author):
+    # no "more like" phrase (the mode, or the intent model, says it asks for neighbours): the
+    # paper is the one the message describes, chosen as a question's paper is, not a title
+    # that some word of the message happens to name
+    answer = pa.ask(message, mode="similar")
+    assert answer.citations and answer.citations[0].authors[0] == first_author
+    assert_lists_neighbours_of(pa, answer, answer.citations[0].paper_id)
+
+
+def test_a_whole_message_describing_no_paper_here_asks_which(pa):
+    answer = pa.ask("got papers along the lines of protein-ligand docking with diffusion?", mode="similar")
+    assert answer.intent == "similar" and answer.abstained and answer.citations == []
+
+
 @pytest.mark.parametrize("message", ["more like this", "anything else like that?",
                                      "more like quantum teleportation"])
 def test_no_paper_to_be_similar_to_asks_which_and_cites_nothing(pa, message):

@@ -947,7 +947,9 @@ class Planner:
         else the last answer's paper when it showed exactly one ("more like this"). A name is
         what follows the phrase asking for neighbours, or, when the intent model read the
         request in words no phrase lists ("work akin to the Top-W paper"), a name the message
-        writes that names a paper here as its own (`_found_named`, as a question's names)."""
+        writes that names a paper here as its own (`_found_named`, as a question's names) and that
+        few abstracts write (RelevancePolicy.name_papers), else the one paper the message
+        describes, chosen as a question's paper is."""
         by_id = self.store.paper(q.paper_id) if q.paper_id else None
         if by_id is not None:
             return by_id, ""
@@ -958,13 +960,22 @@ class Planner:
             shown = self._last_shown(history)
             return (shown[0], "") if len(shown) == 1 else (None, "")
         papers = self.store.papers()
-        titled = next((pid for pid, title in papers.titles() if names_title(target, title)), None)
+        # a title named after the phrase ("more like Top-W"); a whole message is no title's name
+        titled = None if q.similar_described else next(
+            (pid for pid, title in papers.titles() if names_title(target, title)), None)
         if titled is not None:
             return papers[titled], ""
+        stats = self.store.corpus_stats()
         for name in q.names:
+            if stats.papers_using(name) > self.policy.name_papers:
+                continue  # a term of the field ("LSTM"), not one paper's name (as in `_referred`)
             named = self._found_named(name, filters, by_initials=False)[1]
             if named:
                 return named[0].paper, ""
+        if q.similar_described:  # the paper the message describes, judged as a question's is
+            chosen, _ = self._chosen(q.question, self._judged(q.topic, filters, self.policy.candidates)[1],
+                                     singular=True, plural=False)
+            return (chosen[0].paper, "") if chosen else (None, target)
         options, _ = self._side_options(target, filters)
         found = options[0].paper if options else None
         return found, "" if found else target

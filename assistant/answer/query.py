@@ -312,6 +312,9 @@ class Query:
     topic_alternatives: list[str] = field(default_factory=list)  # a summary's other clauses (topic_reading)
     paper_id: str = ""  # an explicit paper id ("more like id: h6a909e7d1eee", the page's button)
     similar_target: str = ""  # what "more like …" names ("Top-W"); "" for "more like this"
+    # no "more like" phrase asks for neighbours (the intent model read the request): the paper
+    # is what the whole message describes ("got papers along the lines of the neural Hawkes process?")
+    similar_described: bool = False
     table_topic: str = ""  # what a table is about ("causal inference"), "" when it names no topic
     table_aspects: list[str] = field(default_factory=list)  # its columns ("method", "data")
     table_of_previous: bool = False  # "a table of the papers you cited": the last answer's papers
@@ -1123,6 +1126,7 @@ def parse(message: str, history: list[Turn], mode: Optional[str] = None,
             q.references, q.targets, q.reference = both, [], "both"
     if intent == "similar":
         q.paper_id, q.similar_target = paper_id_in(message), similar_target(message)
+        q.similar_described = bool(q.similar_target) and not SIMILAR_RE.search(message)
     if intent == "table":
         q.table_topic, q.table_aspects = table_request(message)
         q.table_of_previous = asks_previous_papers(message)
