@@ -290,7 +290,7 @@ class Planner:
         found: list[Paper] = []
         stats = self.store.corpus_stats()
         for name in dict.fromkeys(POSSESSIVE_RE.sub("", n) for n in q.names):  # "DualGraph's": DualGraph
-            if stats.papers_using(name) > self.policy.name_papers:
+            if not self._rare(name):
                 continue  # a term of the field, not one paper's name
             paper = next((j.paper for j in self._found_named(name, filters, by_initials=False)[1]), None)
             if paper is not None and paper not in found:
@@ -302,11 +302,8 @@ class Planner:
             named = {j.paper.paper_id: j.paper for j in named_phrase}
             if len(named) == 1 and (paper := next(iter(named.values()))) not in found:
                 found.append(paper)
-        def rare(word: str) -> bool:  # a one-word name few abstracts write ("Glow", not "Attention")
-            return stats.papers_using(word) <= self.policy.name_papers
-
         for j in judged[: self.policy.referred_candidates]:  # "the matrix capsules EM routing paper"
-            if j.paper not in found and writes_name_of(q.words, j.paper, rare):
+            if j.paper not in found and writes_name_of(q.words, j.paper, self._rare):
                 found.append(j.paper)
         for author in q.authors:
             by = stats.papers_by([author])
@@ -314,6 +311,11 @@ class Planner:
             if paper is not None and paper not in found:
                 found.append(paper)
         return found
+
+    def _rare(self, name: str) -> bool:
+        """Is `name` written in few abstracts (RelevancePolicy.name_papers), so that it may be
+        one paper's name ("Glow", "DualGraph"), not a term of the field ("Attention", "LSTM")?"""
+        return self.store.corpus_stats().papers_using(name) <= self.policy.name_papers
 
     def _followed_up(self, q: Query, judged: list[Judged], filters) -> Optional[Paper]:
         """The paper of the last answer, when a question that names none is about it: retrieval
@@ -965,10 +967,9 @@ class Planner:
             (pid for pid, title in papers.titles() if names_title(target, title)), None)
         if titled is not None:
             return papers[titled], ""
-        stats = self.store.corpus_stats()
         for name in q.names:
-            if stats.papers_using(name) > self.policy.name_papers:
-                continue  # a term of the field ("LSTM"), not one paper's name (as in `_referred`)
+            if not self._rare(name):
+                continue  # a term of the field ("LSTM"), not one paper's name
             named = self._found_named(name, filters, by_initials=False)[1]
             if named:
                 return named[0].paper, ""
