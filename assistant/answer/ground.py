@@ -15,7 +15,7 @@ from typing import Optional
 
 
 from ..config import CitationPolicy
-from ..text import distinctive_tokens, has_words, normalise, split_sentences, stems, terms
+from ..text import has_words, normalise, split_sentences, stems, terms
 from .evidence import FIGURE_RE, SentenceEmbeddings, Source
 from .markers import MARKER_RE, parse_markers, renumber  # noqa: F401  (renumber: re-exported)
 
