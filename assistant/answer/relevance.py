@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -229,12 +230,32 @@ def authors_referred(query: str, stats: CorpusStats) -> list[str]:
     return authors_named(POSSESSIVE_RE.sub("", query), stats)
 
 
+NAME_CHARS = 120  # the longest span of a question looked up as a full name
+
+
 def full_names_in(query: str, stats: CorpusStats) -> list[str]:
     """Corpus authors' full names the question writes as words ("Long He" is not in "along
-    heat")."""
+    heat"), in the order it writes them. Each span of the question between word boundaries
+    (`has_words`'s: no word character or hyphen on either side) is looked up among the names,
+    so the cost grows with the question, not with the collection's authors (300k at 100k
+    papers)."""
     q = normalise(query)
-    return [name for name in stats.authors if len(name) > 4 and name in q
-            and has_words(q, name)]
+    starts = [i for i in range(len(q)) if i == 0 or not _name_char(q[i - 1])]
+    ends = [i for i in range(1, len(q) + 1) if i == len(q) or not _name_char(q[i])]
+    found = {}
+    for s in starts:
+        for e in ends[bisect_right(ends, s):]:
+            if e - s > NAME_CHARS:
+                break
+            name = q[s:e]
+            if e > s + 4 and name in stats.authors:
+                found.setdefault(name, None)
+    return list(found)
+
+
+def _name_char(c: str) -> bool:
+    """A character that joins a word to what is next to it (`text.words_pattern`'s [\\w-])."""
+    return c == "-" or c.isalnum() or c == "_"
 
 
 def surname_mentions(query: str, stats: CorpusStats,
