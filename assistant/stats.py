@@ -10,6 +10,7 @@ vocabulary, not with the number of papers times their words.
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
 import math
 import re
@@ -248,9 +249,10 @@ class CorpusStats:
     def author_suggestions(self, typed: str = "", limit: int = 50) -> list[str]:
         """Up to `limit` author names (as written) containing `typed`, most prolific first."""
         needle = normalise(typed.strip())
-        found = [n for n in self.authors if needle in n] if needle else list(self.authors)
-        found.sort(key=lambda n: (-len(self.authors[n]), n))
-        return [self.names.get(n, n) for n in found[:limit]]
+        found = (n for n in self.authors if needle in n) if needle else self.authors
+        # the first `limit` of the sorted names, without sorting 300k of them for 50 (100k papers)
+        best = heapq.nsmallest(limit, found, key=lambda n: (-len(self.authors[n]), n))
+        return [self.names.get(n, n) for n in best]
 
     def year_range(self) -> tuple[Optional[int], Optional[int]]:
         return (min(self.years), max(self.years)) if self.years else (None, None)

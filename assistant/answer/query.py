@@ -505,13 +505,14 @@ def topic_reading(message: str) -> tuple[str, list[str]]:
     it?", "the gist of the work on LLM-based agents — what problems are they going after?"), the
     other clauses' topics in the order written: which of them the collection has papers on is for
     the planner to judge (`Planner._topic_found`); else []."""
-    named = topic_clauses(message)
+    clauses = _clauses(message)
+    named = topic_clauses(clauses)
     if not named:
         return message.strip().rstrip("?.! "), []
     chosen = _topic_clause(named)
     # "" (the whole collection): a clause asks for all of it ("can you sort all the papers in
     # this collection into rough themes? just short names under each heading")
-    everything = [""] if any(asks_for_everything(c) for c in _clauses(message)) else []
+    everything = [""] if any(asks_for_everything(c) for c in clauses) else []
     if len(named) < 2 or not SUBJECT_PRONOUNS & set(_words(named[chosen][2])):
         return named[chosen][0], everything
     return named[chosen][0], [t for i, (t, _, _) in enumerate(named) if i != chosen] + everything
@@ -527,11 +528,11 @@ def _clauses(message: str) -> list[str]:
     return [c for c in CLAUSE_SPLIT_RE.split(message.strip()) if c and c.strip()]
 
 
-def topic_clauses(message: str) -> list[tuple[str, bool, str]]:
-    """The clauses of a summary request that may name its topic, without the request words at
-    their edges, each with whether it tells who is asking ("I'm putting together a reading group
-    on causal inference") and the clause as written, in the order written."""
-    clauses = _clauses(message)
+def topic_clauses(clauses: list[str]) -> list[tuple[str, bool, str]]:
+    """The clauses of a summary request (`_clauses`) that may name its topic, without the
+    request words at their edges, each with whether it tells who is asking ("I'm putting
+    together a reading group on causal inference") and the clause as written, in the order
+    written."""
     pruned = [ANAPHOR_RE.sub(" ", c) for c in clauses] if len(clauses) > 1 else clauses
     named = [(_without_request_words(p), bool(CONTEXT_CLAUSE_RE.match(p)), c) for p, c in zip(pruned, clauses)]
     return [n for n in named if n[0]]

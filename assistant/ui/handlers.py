@@ -182,9 +182,9 @@ class PageHandlers:
     def __init__(self, pa, page: Page, bib_dir: Path):
         self.pa, self.page, self.bib_dir = pa, page, bib_dir
 
-    def facets(self) -> dict:
+    def facets(self, authors: int = AUTHOR_SUGGESTIONS) -> dict:
         try:
-            return self.pa.facets(AUTHOR_SUGGESTIONS)
+            return self.pa.facets(authors)
         except Exception:  # a store problem shows in the chat; the page still loads
             log.exception("could not read facets")
             return dict(NO_FACETS)
@@ -398,20 +398,19 @@ class PageHandlers:
         return session
 
     # ------------------------------------------------------------------ corpus
-    def _facet_updates(self, f: dict) -> dict:
+    def _facet_updates(self, f: dict, authors: bool = True) -> dict:
+        """The filters' updates for facets `f`; the author box's too when `authors`."""
         p = self.page
-        return {p.categories: gr.update(choices=category_choices(f["categories"])),
-                p.authors: gr.update(choices=f["authors"]),
-                p.year_min: gr.update(placeholder=year_hint(f, "year_min")),
-                p.year_max: gr.update(placeholder=year_hint(f, "year_max"))}
+        updates = {p.categories: gr.update(choices=category_choices(f["categories"])),
+                   p.year_min: gr.update(placeholder=year_hint(f, "year_min")),
+                   p.year_max: gr.update(placeholder=year_hint(f, "year_max"))}
+        return {**updates, p.authors: gr.update(choices=f["authors"])} if authors else updates
 
     def on_load(self) -> dict:
         """The filters (all but the author box: `authors_on_load`) and the stats, as the
         collection is now, not as it was when the page was built."""
-        f = self.facets()
-        updates = {**self._facet_updates(f), self.page.stats: stats_html(self.stats(), f)}
-        del updates[self.page.authors]
-        return updates
+        f = self.facets(authors=0)
+        return {**self._facet_updates(f, authors=False), self.page.stats: stats_html(self.stats(), f)}
 
     def authors_on_load(self, selected) -> dict:
         """The author box's names as the collection is now. Queued with the box's keystrokes
