@@ -273,10 +273,10 @@ class Settings(BaseSettings):
                           "leave at question (rules_then_model). None: the one fitted with it.")
     intent_overrule: float = Field(
         0.97, ge=0.0, le=1.0,
-        description="The intent model's probability at which its reading overrules a comparison "
-                    "that only \"vs\" or \"versus\" asks for (rules_then_model): \"e.g. tumour vs "
-                    "normal\" inside a question. Near certain, because \"A vs B: …\" is how many "
-                    "comparisons are asked.")
+        description="The intent model's probability at which its reading overrules the phrase "
+                    "rules' summary, comparison, \"more like\" or table (rules_then_model): words of "
+                    "a topic the rules take for a request (\"survey-style reports\", \"e.g. tumour vs "
+                    "normal\"). Near certain: the rules' words mostly do ask for what they read.")
     # -- answering
     llm_backend: Literal["local", "openai", "none"] = "local"
     model_path: Optional[Path] = None  # any GGUF; default: the packaged Qwen2.5-Coder-1.5B

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from assistant.answer.intent import default_model, message_vectors  # noqa: E402
-from assistant.answer.query import detect_intent, plain, rules_decide, rules_then_model  # noqa: E402
+from assistant.answer.query import detect_intent, plain, rules_then_model  # noqa: E402
 from assistant.config import Settings, load_settings  # noqa: E402
 from assistant.library import PaperAssistant  # noqa: E402
 
@@ -51,7 +51,7 @@ def score(path: Path, choose, model, confidence: float, overrule: float) -> None
         shipped = rules_then_model(msg, rules, model.labels[best], float(p[best]), confidence, overrule)
         probs = choose([{"role": "user", "content": PROMPT.format(message=msg)}], OPTIONS)
         by_model = OPTIONS[max(range(len(OPTIONS)), key=lambda i: probs[i])]
-        if rules_decide(msg, rules) or p[best] >= confidence:
+        if rules != "question" or p[best] >= confidence:
             combined = shipped
         else:
             combined, asked = by_model, asked + 1

@@ -909,11 +909,12 @@ def test_the_side_a_comparison_measures_against(message, against):
     ("Reporting only the luckiest run when comparing network designs is misleading; is there a fix?", False),
 ])
 def test_the_rules_decide_a_comparison_only_when_it_is_asked_for(message, decides):
-    from assistant.answer.query import rules_decide
+    from assistant.answer.query import rules_then_model
 
     assert detect_intent(message) == "compare"
-    assert rules_decide(message, "compare") is decides
-    assert rules_decide(message, "question") is False and rules_decide(message, "summary") is True
+    # asked for: the rules' comparison stands unless the model is near certain of another
+    # reading; only a weak word: the model's reading, however unsure
+    assert rules_then_model(message, "compare", "question", 0.5, 0.75, 0.97) == ("compare" if decides else "question")
 
 
 def test_a_comparison_only_a_weak_word_suggests_is_what_the_model_reads_at_any_probability():
@@ -923,27 +924,27 @@ def test_a_comparison_only_a_weak_word_suggests_is_what_the_model_reads_at_any_p
     assert rules_then_model(weak, "compare", "question", 0.52, 0.75) == "question"
     assert rules_then_model(weak, "compare", "compare", 0.40, 0.75) == "compare"
     asked = "Compare Top-W with Verbalized Sampling"
-    assert rules_then_model(asked, "compare", "question", 0.99, 0.75) == "compare"  # the rules decide
+    assert rules_then_model(asked, "compare", "question", 0.9, 0.75, 0.97) == "compare"  # the rules decide
     # where the rules read a question, the model's reading needs its confidence
     plain = "Which paper studies backdoor attacks?"
     assert rules_then_model(plain, "question", "summary", 0.6, 0.75) == "question"
     assert rules_then_model(plain, "question", "summary", 0.8, 0.75) == "summary"
 
 
-def test_a_comparison_only_vs_asks_for_stands_unless_the_model_is_near_certain():
-    from assistant.answer.query import asked_only_by_versus, rules_decide, rules_then_model
+def test_the_rules_reading_stands_unless_the_model_is_near_certain_of_another():
+    from assistant.answer.query import rules_then_model
 
     inside = "Given samples from two conditions, e.g. tumour vs normal, can I infer which links changed?"
     asked = "Real NVP vs Glow: what did Glow change relative to Real NVP's coupling layers?"
     assert detect_intent(inside) == detect_intent(asked) == "compare"
-    assert asked_only_by_versus(inside) and asked_only_by_versus(asked)
-    assert not rules_decide(inside, "compare")  # the model is asked
     assert rules_then_model(inside, "compare", "question", 0.999, 0.75, 0.97) == "question"
     assert rules_then_model(asked, "compare", "question", 0.77, 0.75, 0.97) == "compare"
-    # another word that asks for a comparison: the rules decide, whatever the model reads
-    both = "Compare Real NVP vs Glow"
-    assert not asked_only_by_versus(both) and rules_decide(both, "compare")
-    assert rules_then_model(both, "compare", "question", 0.999, 0.75, 0.97) == "compare"
+    # a topic word the rules take for a request: "survey-style" is no request for a summary
+    survey = ("I want an agent that writes long survey-style reports from web searches. "
+              "Has anyone built that?")
+    assert detect_intent(survey) == "summary"
+    assert rules_then_model(survey, "summary", "question", 0.98, 0.75, 0.97) == "question"
+    assert rules_then_model(survey, "summary", "question", 0.9, 0.75, 0.97) == "summary"
 
 
 @pytest.mark.parametrize("message,points", [

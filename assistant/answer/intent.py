@@ -11,7 +11,8 @@ whatever embedding backend the store has: the model was fitted on its vectors.
 
 How its reading and the phrase rules combine is Settings.intent: "rules" (query.detect_intent
 alone), "model" (this model alone) or "rules_then_model" (the default: the rules where they name
-an intent, this model where they do not and its probability reaches `intent_confidence`).
+an intent unless this model is near certain of another, `intent_overrule`; this model where
+they do not and its probability reaches `intent_confidence`).
 Measured on blind messages in docs/benchmarks.md.
 
 The same kind of model reads what a follow-up asks about the paper in focus (read_asks:

@@ -26,7 +26,7 @@ from ..types import Filters, Hit, Intent, LiteratureTable, Paper, TableRow, Turn
 from . import compose
 from .evidence import SentenceEmbeddings, Source, evidence_for, safe_sentences
 from .intent import asks_model, best, default_model as intent_model, focus_model, message_vectors
-from .query import Query, parse, previous_user_message, rules_decide, rules_then_model, shown_lists
+from .query import Query, parse, previous_user_message, rules_then_model, shown_lists
 from .reading import MAY_ANSWER, Read, Reader
 from .relevance import POSSESSIVE_RE, Judge, Judged, authors_named, authors_referred
 from .sides import describes_a_paper_here, stand_ins
@@ -118,8 +118,6 @@ class Planner:
         rules' reading `rules` (None: the rules' reading stands)."""
         if self.settings.intent == "rules":
             return None
-        if self.settings.intent == "rules_then_model" and rules_decide(message, rules):
-            return None  # the rules named an intent
         intent, p = best(intent_model(), self._message_vector(message), message)
         if self.settings.intent == "model":
             return intent

@@ -347,31 +347,14 @@ class Query:
         return [s for s in LIST_SPLIT_RE.split(self.table_topic) if s.strip()]
 
 
-# A comparison asked for in so many words ("compare", "how does X differ from Y", "the
+# A comparison asked for in so many words ("compare", "vs", "how does X differ from Y", "the
 # difference between"). The other words of COMPARE_RE ("differs", "differently", "finite
 # difference") also describe things inside a question ("… safe if the true
 # data-generating law differs from my sample …"): where only they fire, the intent model reads
-# the message (`rules_decide`). "vs" asks for a comparison ("Real NVP vs Glow: …") but also
-# sits inside a description ("samples from two conditions, e.g. tumour vs normal, can I infer
-# …?"): where only it asks, the model may overrule it when it is near certain (`VERSUS`).
+# the message (`rules_then_model`).
 ASKS_TO_COMPARE_RE = re.compile(r"\b(?:compare|comparison|contrast|versus|vs\.?|in common|which is better|"
                                 r"differences? between|how\b[^.?!]*\b(?:differ|differs|different|relate|relates))\b",
                                 re.I)
-VERSUS = {"vs", "vs.", "versus"}
-
-
-def asked_only_by_versus(message: str) -> bool:
-    """Is "vs" / "versus" the only word that asks for a comparison?"""
-    asked = {m.group(0).lower() for m in ASKS_TO_COMPARE_RE.finditer(message)}
-    return bool(asked) and asked <= VERSUS
-
-
-def compare_asked(message: str) -> str:
-    """How a message the rules read as a comparison asks for one: "words" (in so many words),
-    "versus" (only "vs" / "versus" asks) or "" (only a weak word like "differ" suggests one)."""
-    if asked_only_by_versus(message):
-        return "versus"
-    return "words" if ASKS_TO_COMPARE_RE.search(message) else ""
 
 
 # "What's here on X, and how do the approaches differ?", "Which papers do X? How do their
@@ -399,29 +382,21 @@ def asks_how_a_set_differs(message: str) -> bool:
             and not TWO_SIDES_RE.search(message))
 
 
-def rules_decide(message: str, intent: Intent) -> bool:
-    """Does the phrase rules' reading `intent` stand without the intent model
-    (Settings.intent rules_then_model)? Not their default (question), nor a comparison only a
-    word like "differ", "comparing" or "vs" suggests."""
-    return intent != "question" and (intent != "compare" or compare_asked(message) == "words")
-
-
 def rules_then_model(message: str, rules: Intent, model: Intent, p: float, confidence: float,
                      overrule: float = 1.0) -> Intent:
-    """Settings.intent rules_then_model: the rules' reading where it stands (`rules_decide`);
-    a comparison only "vs" asks for stands unless the model's reading reaches `overrule`
-    (Settings.intent_overrule); a comparison only a word like "differs" or "comparing" suggests
-    is no reading to fall back on, so the model's best reading stands for it at any
-    probability; elsewhere the model's where its probability reaches `confidence`, else the
-    rules' (question)."""
+    """Settings.intent rules_then_model, from the phrase rules' reading `rules` and the intent
+    model's best reading `model` at probability `p`: where the rules read their default
+    (question), the model's reading where `p` reaches `confidence`; where only a weak word like
+    "differs" or "comparing" suggests a comparison, the model's at any probability (the rules
+    have no reading to fall back on); elsewhere the rules', unless the model is near certain of
+    another (`overrule`, Settings.intent_overrule): the rules take words of a topic for a
+    request ("writes long survey-style reports … has anyone built that?", "e.g. tumour vs
+    normal", "what do they compare against?")."""
     if rules == "question":
         return model if p >= confidence else rules
-    if rules != "compare":
-        return rules
-    asked = compare_asked(message)
-    if asked == "versus":
-        return model if p >= overrule else rules
-    return rules if asked == "words" else model
+    if rules == "compare" and not ASKS_TO_COMPARE_RE.search(message):
+        return model
+    return model if p >= overrule else rules
 
 
 def detect_intent(message: str) -> Intent:
