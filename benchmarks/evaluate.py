@@ -131,6 +131,10 @@ DEFAULT_SETS = {
     # blind round 19 (forty-first session): questions asking for several papers ("which papers
     # …?", "are there papers …?", "any work …?"), and such questions on topics the corpus lacks
     **{f"{c}-plural-19": (c, QUESTIONS / f"{c}_plural_19.jsonl") for c in ("seed", "arxiv_math", "ml_conf")},
+    # blind round 20 (forty-fifth session): a new user's mix, reworded further (one-paper
+    # questions at three levels, summaries, described comparisons, two-part questions, follow-ups,
+    # "those two", out-of-corpus questions and comparisons)
+    **{f"{c}-newuser-20": (c, QUESTIONS / f"{c}_newuser_20.jsonl") for c in ("seed", "ml_conf")},
     "scifact-heldout": ("scifact", None),
 }
 # kinds whose every expected paper must be cited (else: any one of them), and kinds where
