@@ -305,6 +305,14 @@ def test_a_compare_side_that_is_only_a_name_nobody_spells_is_not_found(pa):
     assert "BERT" in one.answer and "only find one side" in one.answer
 
 
+def test_a_side_named_by_a_name_the_collection_never_writes_keeps_the_comparison_empty(pa):
+    # the other sentence says what to compare on (4-bit weights, faster decoding): it described
+    # the Proteus 2-bit paper well enough to stand in for both absent sides
+    answer = pa.ask("Can you compare LoRA and QLoRA for finetuning? In particular, how does QLoRA "
+                    "squeeze the weights into 4 bits so decoding gets faster?")
+    assert answer.abstained and answer.citations == []
+
+
 def test_described_sides_are_assigned_jointly(pa):
     # both descriptions rank Verbalized Sampling first; "the sampling paper" then takes Top-W
     answer = pa.ask("Compare the sampling paper with the mode-collapse paper.")

@@ -600,7 +600,11 @@ class Planner:
         # polynomial Littlewood-Offord problem") and are each resolved on their own
         targets = [t for t in q.targets if not any(names_paper(t, p) for p in focus)]
         papers, missing, retrieved = self._sides(targets, focus, filters, shown, q.compared_against)
-        if len(papers) < 2 and len(focus) < 2 and len(q.side_sentences) >= 2:
+        # a side that is only a name ("DDPM", "LoRA") no abstract of the collection writes is
+        # absent: the message's other words say what to compare on ("… for image generation?
+        # How does DDIM sample in far fewer steps?"), never which papers stand in for it
+        named_absent = any(self._never_written(t) for t in missing)
+        if len(papers) < 2 and len(focus) < 2 and len(q.side_sentences) >= 2 and not named_absent:
             # sides told in sentences of their own ("One paper does X. The other does Y."),
             # which the phrase reading may have cut elsewhere: taken when they find more papers
             found = self._sides(q.side_sentences, focus, filters, shown)
@@ -636,7 +640,7 @@ class Planner:
             found = self._pair(targets[0], filters)
             if found:
                 papers, missing, retrieved = found, [], papers_first(found, retrieved)
-        if len(papers) < 2 and not focus:
+        if len(papers) < 2 and not focus and not named_absent:
             # "Is there X? Also, what do they find about Y vs Z?": a comparison word inside a
             # question of several parts, each describing something ("how do they differ
             # conceptually" does not); each part answered on its own when that finds two papers
@@ -660,6 +664,11 @@ class Planner:
         plan.prose_heading = compose.PROSE_HEADING  # one checked sentence per paper, no verdict
         plan.max_tokens = 120
         return plan
+
+    def _never_written(self, side: str) -> bool:
+        """Is the side only a name ("DDPM", "GPT-2") that no paper of the collection writes?"""
+        stats = self.store.corpus_stats()
+        return only_a_name(side) and not any(stats.papers_using(w) for w in distinctive_tokens(side))
 
     def _pair(self, description: str, filters) -> list[Paper]:
         """The two papers one description of both sides fits best, read as a summary's members
