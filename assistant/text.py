@@ -230,10 +230,15 @@ def enumerated(message: str) -> list[str]:
     return []
 
 
+WORD_JOIN = r"[\w-]"  # a character that joins a word to what is next to it (a word's or a hyphen)
+WORD_START_RE = re.compile(rf"(?<!{WORD_JOIN})")  # where whole words may start (`words_pattern`)
+WORD_END_RE = re.compile(rf"(?!{WORD_JOIN})")  # where they may end
+
+
 def words_pattern(phrase: str, flags: int = 0) -> re.Pattern:
     """`phrase` as whole words: not inside a longer word or hyphenated name ("Long He" is not
     in "along heat", "GAT" not in "GATs-like")."""
-    return re.compile(rf"(?<![\w-]){re.escape(phrase)}(?![\w-])", flags)
+    return re.compile(rf"(?<!{WORD_JOIN}){re.escape(phrase)}(?!{WORD_JOIN})", flags)
 
 
 def has_words(text: str, phrase: str) -> bool:

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from assistant.answer.intent import default_model, message_vectors  # noqa: E402
-from assistant.answer.query import detect_intent, plain, rules_then_model  # noqa: E402
+from assistant.answer.query import ASKS_TO_COMPARE_RE, detect_intent, plain, rules_then_model  # noqa: E402
 from assistant.config import Settings, load_settings  # noqa: E402
 from assistant.library import PaperAssistant  # noqa: E402
 
@@ -51,7 +51,10 @@ def score(path: Path, choose, model, confidence: float, overrule: float) -> None
         shipped = rules_then_model(msg, rules, model.labels[best], float(p[best]), confidence, overrule)
         probs = choose([{"role": "user", "content": PROMPT.format(message=msg)}], OPTIONS)
         by_model = OPTIONS[max(range(len(OPTIONS)), key=lambda i: probs[i])]
-        if rules != "question" or p[best] >= confidence:
+        # the rules name an intent (a comparison only when asked for in so many words), or the
+        # intent model is confident: the shipped reading is kept
+        named = rules != "question" and (rules != "compare" or ASKS_TO_COMPARE_RE.search(msg))
+        if named or p[best] >= confidence:
             combined = shipped
         else:
             combined, asked = by_model, asked + 1

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..config import DATA_DIR, RelevancePolicy
 from ..stats import CorpusStats, PaperTerms
-from ..text import distinctive_tokens, has_words, normalise, split_sentences, stem, terms
+from ..text import WORD_END_RE, WORD_START_RE, distinctive_tokens, normalise, split_sentences, stem, terms
 from ..types import Hit
 
 MODEL_PATH = DATA_DIR / "relevance_model.json"
@@ -236,26 +236,22 @@ NAME_CHARS = 120  # the longest span of a question looked up as a full name
 def full_names_in(query: str, stats: CorpusStats) -> list[str]:
     """Corpus authors' full names the question writes as words ("Long He" is not in "along
     heat"), in the order it writes them. Each span of the question between word boundaries
-    (`has_words`'s: no word character or hyphen on either side) is looked up among the names,
+    (`text.WORD_START_RE` and `WORD_END_RE`, those of `has_words`) is looked up among the names,
     so the cost grows with the question, not with the collection's authors (300k at 100k
     papers)."""
     q = normalise(query)
-    starts = [i for i in range(len(q)) if i == 0 or not _name_char(q[i - 1])]
-    ends = [i for i in range(1, len(q) + 1) if i == len(q) or not _name_char(q[i])]
+    starts = [m.start() for m in WORD_START_RE.finditer(q)]
+    ends = [m.start() for m in WORD_END_RE.finditer(q)]
     found = {}
     for s in starts:
-        for e in ends[bisect_right(ends, s):]:
+        for j in range(bisect_right(ends, s), len(ends)):
+            e = ends[j]
             if e - s > NAME_CHARS:
                 break
             name = q[s:e]
             if e > s + 4 and name in stats.authors:
                 found.setdefault(name, None)
     return list(found)
-
-
-def _name_char(c: str) -> bool:
-    """A character that joins a word to what is next to it (`text.words_pattern`'s [\\w-])."""
-    return c == "-" or c.isalnum() or c == "_"
 
 
 def surname_mentions(query: str, stats: CorpusStats,
