@@ -939,12 +939,35 @@ def test_the_rules_reading_stands_unless_the_model_is_near_certain_of_another():
     assert detect_intent(inside) == detect_intent(asked) == "compare"
     assert rules_then_model(inside, "compare", "question", 0.999, 0.75, 0.97) == "question"
     assert rules_then_model(asked, "compare", "question", 0.77, 0.75, 0.97) == "compare"
-    # a topic word the rules take for a request: "survey-style" is no request for a summary
-    survey = ("I want an agent that writes long survey-style reports from web searches. "
-              "Has anyone built that?")
-    assert detect_intent(survey) == "summary"
-    assert rules_then_model(survey, "summary", "question", 0.98, 0.75, 0.97) == "question"
-    assert rules_then_model(survey, "summary", "question", 0.9, 0.75, 0.97) == "summary"
+    asked = "Summarize what the collection says about backdoor attacks."
+    assert rules_then_model(asked, "summary", "question", 0.9, 0.75, 0.97) == "summary"
+    assert rules_then_model(asked, "summary", "question", 0.98, 0.75, 0.97) == "question"
+
+
+@pytest.mark.parametrize("message", [
+    # a noun that names a thing inside the question, not the answer asked for
+    "I want an agent that writes long survey-style reports from web searches. Has anyone built that?",
+    "Does the first paper report summary statistics for its simulations, or only plots?",
+    "An accessible overview of the recent resolution of the three-dimensional Kakeya problem.",
+])
+def test_a_summary_only_a_noun_suggests_is_what_the_model_reads_at_any_probability(message):
+    from assistant.answer.query import rules_then_model
+
+    assert detect_intent(message) == "summary"
+    assert rules_then_model(message, "summary", "question", 0.6, 0.75, 0.97) == "question"
+    assert rules_then_model(message, "summary", "summary", 0.5, 0.75, 0.97) == "summary"
+
+
+@pytest.mark.parametrize("message", [
+    "main themes?",
+    "Summarize the papers on federated learning.",
+    "Which papers use graph networks, and how do their designs differ?",
+])
+def test_a_summary_asked_for_in_so_many_words_stands_unless_the_model_is_near_certain(message):
+    from assistant.answer.query import rules_then_model
+
+    assert detect_intent(message) == "summary"
+    assert rules_then_model(message, "summary", "question", 0.9, 0.75, 0.97) == "summary"
 
 
 @pytest.mark.parametrize("message,points", [

@@ -25,20 +25,29 @@ from .sides import LIST_SPLIT_RE, compare_targets, compared_against, describes_a
 COMPARE_RE = re.compile(
     r"\b(compare|comparing|comparison|contrast|versus|vs\.?|differ|differs|different from|"
     r"difference|differences|differently|in common|overlaps?|how does .+ relate to|which is better)\b", re.I)
-SUMMARY_RE = re.compile(
-    r"\b(summari[sz]e|summary|summaries|overview|survey|landscape|review of|rundown|"
+# A summary asked for in so many words ("summarize", "what does the collection have on", "the
+# gist", "which papers are about").
+ASKS_FOR_SUMMARY = (
+    r"summari[sz]e|rundown|"
     r"what (does|do) (this|the) (collection|corpus|library|papers?) (say|have|contain|cover|offer|hold)|"
     r"what do the papers say|what (do|does) (we|it|you) have (on|about)|"
     r"what'?s (in )?(here|there|in (this|the) (collection|corpus|library)) (on|about)|"
     r"what is (in )?(here|there) (on|about)|what (work|research|papers) (is|are) (there|here) (on|about)|"
     r"what('?s| is) in (this|the) (collection|corpus|library)|what (topics|themes|areas) (does|do|are|is)|"
-    r"themes?|which papers are (in|about|on|from)|what papers are (in|about|on)|"
+    r"which papers are (in|about|on|from)|what papers are (in|about|on)|"
     r"list (the |all )?papers|all (the )?papers (on|about)|"
     # asking for a synthesis in other words: "the gist", "the big picture", "the collection's take
     # on", "what do these abstracts say about", "which of these papers …, and what do they argue?"
-    r"synthes[ie]s|synthesi[sz]e|gist|big picture|state of the art|(?:'s|s'|’s) take on|"
+    r"synthes[ie]s|synthesi[sz]e|gist|big picture|state of the art|landscape|themes?|(?:'s|s'|’s) take on|"
     r"what (do|does) (these|the|this) (papers|abstracts|set|collection) (say|find|argue|contribute|cover)|"
-    r"which of (these|the) papers|what'?s in the set|tell me what they do|what do they (find|argue))\b", re.I)
+    r"which of (these|the) papers|what'?s in the set|tell me what they do|what do they (find|argue)")
+# Nouns that ask for a summary ("an overview of …") but also name things inside a question ("do
+# they report summary statistics?", "a survey-style report", "an accessible overview of the
+# recent resolution of …"): where only they fire, the intent model reads the message
+# (`rules_then_model`).
+SUMMARY_NOUNS = r"summary|summaries|overview|survey|review of"
+ASKS_FOR_SUMMARY_RE = re.compile(rf"\b({ASKS_FOR_SUMMARY})\b", re.I)
+SUMMARY_RE = re.compile(rf"\b({ASKS_FOR_SUMMARY}|{SUMMARY_NOUNS})\b", re.I)
 
 # Words that make a request for a summary rather than name its topic.
 REQUEST_WORDS = set("""
@@ -387,14 +396,16 @@ def rules_then_model(message: str, rules: Intent, model: Intent, p: float, confi
     """Settings.intent rules_then_model, from the phrase rules' reading `rules` and the intent
     model's best reading `model` at probability `p`: where the rules read their default
     (question), the model's reading where `p` reaches `confidence`; where only a weak word like
-    "differs" or "comparing" suggests a comparison, the model's at any probability (the rules
-    have no reading to fall back on); elsewhere the rules', unless the model is near certain of
+    "differs" or "comparing" suggests a comparison, or only a noun like "summary" or "overview"
+    a summary, the model's at any probability (the rules have no reading to fall back on); elsewhere the rules', unless the model is near certain of
     another (`overrule`, Settings.intent_overrule): the rules take words of a topic for a
     request ("writes long survey-style reports … has anyone built that?", "e.g. tumour vs
     normal", "what do they compare against?")."""
     if rules == "question":
         return model if p >= confidence else rules
     if rules == "compare" and not ASKS_TO_COMPARE_RE.search(message):
+        return model
+    if rules == "summary" and not (ASKS_FOR_SUMMARY_RE.search(message) or asks_how_a_set_differs(message)):
         return model
     return model if p >= overrule else rules
 
