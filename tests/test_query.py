@@ -1054,10 +1054,23 @@ def test_a_topic_clause_that_points_back_offers_the_other_clauses():
         "causal inference", [])
 
 
+def test_the_other_requests_are_offered_but_not_who_is_asking():
+    # the clause of most words is an aside: the planner takes the first other clause with papers
+    # when it finds none
+    assert topic_reading("what's in here about Kakeya sets? (Besicovitch-type sets with a segment in every "
+                         "direction) - any dimension, finite field versions, surveys") == (
+        "dimension, finite field versions, surveys",
+        ["Kakeya sets", "(Besicovitch-type sets with a segment in every direction)"])
+    # who is asking is no topic to fall back on: nothing on the request is nothing
+    assert topic_reading("I work on protein folding. What's here on quantum error correction?") == (
+        "quantum error correction", [])
+
+
 def test_a_clause_asking_for_the_whole_collection_offers_it_as_a_topic():
     # "" is the whole collection, for the planner to take when the topic clause finds nothing
-    assert topic_reading("could you sort every paper in this collection into rough themes? only short "
-                         "names under each heading please") == ("only short names under each heading", [""])
+    topic, others = topic_reading("could you sort every paper in this collection into rough themes? only "
+                                  "short names under each heading please")
+    assert topic == "only short names under each heading" and others[-1] == ""
     assert topic_reading("What's in this collection? I mostly care about federated learning.") == (
         "mostly care about federated learning", [""])
     for message in ("cluster the papers in this library by theme", "group the papers here by theme"):

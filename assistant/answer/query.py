@@ -486,11 +486,12 @@ def topic_of(message: str) -> str:
 
 
 def topic_reading(message: str) -> tuple[str, list[str]]:
-    """The topic of a summary request (`topic_of`), and, when the clause it comes from points
-    back at another with a pronoun ("I'm new to federated learning. What's in here that touches
-    it?", "the gist of the work on LLM-based agents — what problems are they going after?"), the
-    other clauses' topics in the order written: which of them the collection has papers on is for
-    the planner to judge (`Planner._topic_found`); else []."""
+    """The topic of a summary request (`topic_of`), and the other clauses' topics in the order
+    written, of which the planner takes the first the collection has papers on when the topic's
+    own words find none (`Planner._topic_found`): a clause that points back ("I'm new to federated
+    learning. What's in here that touches it?") means another; a clause the most words made the
+    topic may be an aside ("what's in here about Kakeya sets? … - any dimension, finite field
+    versions"). Clauses that tell who is asking stand in only for one that points back."""
     clauses = _clauses(message)
     named = topic_clauses(clauses)
     if not named:
@@ -499,9 +500,13 @@ def topic_reading(message: str) -> tuple[str, list[str]]:
     # "" (the whole collection): a clause asks for all of it ("can you sort all the papers in
     # this collection into rough themes? just short names under each heading")
     everything = [""] if any(asks_for_everything(c) for c in clauses) else []
-    if len(named) < 2 or not SUBJECT_PRONOUNS & set(_words(named[chosen][2])):
+    if len(named) < 2:
         return named[chosen][0], everything
-    return named[chosen][0], [t for i, (t, _, _) in enumerate(named) if i != chosen] + everything
+    # the clauses it may point back at; else the other requests (not who is asking: "I work on
+    # X. What's here on Y?" is about Y, whether or not anything is)
+    points_back = bool(SUBJECT_PRONOUNS & set(_words(named[chosen][2])))
+    others = [t for i, (t, context, _) in enumerate(named) if i != chosen and (points_back or not context)]
+    return named[chosen][0], others + everything
 
 
 def _topic_clause(named: list[tuple[str, bool, str]]) -> int:
