@@ -135,6 +135,7 @@ DEFAULT_SETS = {
     # questions at three levels, summaries, described comparisons, two-part questions, follow-ups,
     # "those two", out-of-corpus questions and comparisons)
     **{f"{c}-newuser-20": (c, QUESTIONS / f"{c}_newuser_20.jsonl") for c in ("seed", "ml_conf")},
+    **{f"{c}-newuser-21": (c, QUESTIONS / f"{c}_newuser_21.jsonl") for c in ("seed", "ml_conf", "arxiv_math")},
     "scifact-heldout": ("scifact", None),
 }
 # kinds whose every expected paper must be cited (else: any one of them), and kinds where
