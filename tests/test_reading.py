@@ -374,6 +374,42 @@ def test_it_after_an_unsure_refusal_is_the_first_paper_offered_if_the_model_read
         planner.reader = engine._reader
 
 
+def test_those_two_after_a_refusal_are_the_papers_the_last_two_questions_asked_for(
+        seed_assistant: PaperAssistant):
+    """"How do those two differ?" after an answer and a refusal: the answer's paper and the
+    refusal's first offered one, when the model reads that one as possibly answering its question
+    (as the refusal said), and the answer says which it took; otherwise choices. "Summarize them"
+    after a refusal is every paper it offered."""
+    from assistant.types import Turn
+
+    engine, planner = seed_assistant.engine, seed_assistant.engine.planner
+    papers = {p.authors[0]: p for p in seed_assistant.store.papers().values()}
+    first, offered = papers["Arash Gholamidavoodi"], [papers["Jiayi Zhang"], papers["Itai Shapira"]]
+    history = [Turn(role="user", content="What is Top-W?"),
+               Turn(role="assistant", content="Top-W … [1]", paper_ids=[first.paper_id]),
+               Turn(role="user", content="and the one blaming annotators for the loss of output variety?"),
+               Turn(role="assistant", content="I am not sure …", paper_ids=[p.paper_id for p in offered],
+                    refused=True)]
+
+    def reads(yes: float):
+        titles = {p.title: (yes if p is offered[0] else 0.02) for p in papers.values()}
+        planner.reader = lambda: Reader(Says(titles), engine.embed, seed_assistant.settings.relevance, MODEL)
+
+    try:
+        reads(0.8)
+        compared = seed_assistant.ask("how do those two differ?", history)
+        assert compared.intent == "compare"
+        assert [c.paper_id for c in compared.citations] == [first.paper_id, offered[0].paper_id]
+        assert compared.answer.startswith("My last answer was not sure enough to cite a paper; I take you to mean")
+        reads(0.1)
+        unsure = seed_assistant.ask("how do those two differ?", history)
+        assert unsure.abstained and not unsure.citations
+        summarised = seed_assistant.ask("summarize them", history)
+        assert sorted(c.paper_id for c in summarised.citations) == sorted(p.paper_id for p in offered)
+    finally:
+        planner.reader = engine._reader
+
+
 def test_the_candidates_are_shown_while_the_model_reads_them(seed_assistant: PaperAssistant):
     engine = seed_assistant.engine
     received = threading.Event()  # set when the caller has the first event

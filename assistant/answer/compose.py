@@ -376,6 +376,12 @@ def taken_as_it(paper: Paper) -> str:
             f"it offered, *{short_name(paper)}*.")
 
 
+def taken_as_meant(papers: list[Paper]) -> str:
+    """A follow-up to a refusal that points at several papers ("how do those two differ?")."""
+    names = ", ".join(f"*{short_name(p)}*" for p in papers)
+    return f"My last answer was not sure enough to cite a paper; I take you to mean {names}."
+
+
 def unresolved(reference: str, shown: list[Paper]) -> str:
     """A reference that points past what was shown ("the fifth one" of two papers)."""
     text = f"I can't tell which paper “{reference.strip()}” means"

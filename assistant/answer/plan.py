@@ -150,7 +150,13 @@ class Planner:
         if q.unresolved:
             return self._unresolved(q, history)
         if q.after_refusal and q.reference in ("it", "they", "all", "both"):
-            return self._after_refusal(q, history, focus)
+            taken = self._taken_after_refusal(q, history, focus)
+            if not taken:
+                return self._after_refusal(q, history, focus)
+            meant = replace(q, references=[p.paper_id for p in taken], after_refusal=False)
+            plan = self._route(meant, history, filters, k)
+            plan.prefix = "\n\n".join(t for t in (compose.taken_as_meant(taken), plan.prefix) if t)
+            return plan
         if q.intent == "similar":  # more like this (below)
             return self._similar(q, history, focus, filters)
         if q.intent == "table":  # literature tables (below)
@@ -858,6 +864,38 @@ class Planner:
             plan.prefix = "\n\n".join(t for t in (compose.taken_as_it(first), plan.prefix) if t)
             return plan
         return self._offer(q, offered)
+
+    def _taken_after_refusal(self, q: Query, history: list[Turn], focus: list[Paper]) -> list[Paper]:
+        """The papers "those two", "both" or "them" means after a refusal, or [] (the closest
+        papers are offered again as choices). A comparison's "those two": the papers the last two
+        questions asked for (`_asked_for`). "Summarize them", "a table of those": every paper the
+        refusal offered, the list the user points at (not a question's "those": "do they report
+        scores on those games?")."""
+        if q.intent == "compare" and q.reference in ("both", "all"):
+            return self._asked_for(history, 2)
+        offered = [p.paper_id for p in self._last_shown(history)]
+        if (q.reference == "all" and q.intent != "question" and len(offered) >= 2
+                and [p.paper_id for p in focus] == offered):
+            return focus
+        return []
+
+    def _asked_for(self, history: list[Turn], n: int) -> list[Paper]:
+        """The papers the last `n` questions asked for, earliest first: an answer's one cited
+        paper, or a refusal's first offered paper when the model reads it as possibly answering
+        that question (as the refusal said); [] when a question had neither."""
+        papers: list[Paper] = []
+        asked = [(history[i - 1].content, t) for i, t in enumerate(history)
+                 if i and t.role == "assistant" and history[i - 1].role == "user"]
+        for question, turn in reversed(asked):
+            paper = self.store.paper(turn.paper_ids[0]) if turn.paper_ids else None
+            if paper is None or (turn.refused and not self._may_answer(question, paper)) or (
+                    not turn.refused and len(turn.paper_ids) != 1):
+                return []
+            if paper not in papers:
+                papers.insert(0, paper)
+            if len(papers) == n:
+                return papers
+        return []
 
     def _may_answer(self, question: str, paper: Paper, at: float = MAY_ANSWER) -> bool:
         """The model's reading: may `paper` answer `question` (yes-probability ≥ `at`)? False
