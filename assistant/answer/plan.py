@@ -887,15 +887,21 @@ class Planner:
         asked = [(history[i - 1].content, t) for i, t in enumerate(history)
                  if i and t.role == "assistant" and history[i - 1].role == "user"]
         for question, turn in reversed(asked):
-            paper = self.store.paper(turn.paper_ids[0]) if turn.paper_ids else None
-            if paper is None or (turn.refused and not self._may_answer(question, paper)) or (
-                    not turn.refused and len(turn.paper_ids) != 1):
+            paper = self._asked_in(question, turn)
+            if paper is None:
                 return []
             if paper not in papers:
                 papers.insert(0, paper)
             if len(papers) == n:
                 return papers
         return []
+
+    def _asked_in(self, question: str, turn: Turn) -> Optional[Paper]:
+        """The paper one answered `question` asked for (`_asked_for`), or None."""
+        if turn.refused:
+            first = self.store.paper(turn.paper_ids[0]) if turn.paper_ids else None
+            return first if first is not None and self._may_answer(question, first) else None
+        return self.store.paper(turn.paper_ids[0]) if len(turn.paper_ids) == 1 else None
 
     def _may_answer(self, question: str, paper: Paper, at: float = MAY_ANSWER) -> bool:
         """The model's reading: may `paper` answer `question` (yes-probability ≥ `at`)? False
