@@ -62,6 +62,9 @@ DEFAULT_SETS = {
     # 24 pairs around one paper each: a question it answers and a near miss no paper answers
     # (2026-12-05, twenty-fourth session), scored before any change for it
     "arxiv_math-nearmiss-6": ("arxiv_math", QUESTIONS / "arxiv_math_nearmiss_6.jsonl"),
+    # 22 more pairs (forty-seventh session), 11 of the near misses a changed figure (dimension,
+    # rank, group, count), 11 a changed object; scored before and after the change for figures
+    "arxiv_math-nearmiss-22": ("arxiv_math", QUESTIONS / "arxiv_math_nearmiss_22.jsonl"),
     # blind: described comparisons, "those two", follow-ups about a paper in focus (details and
     # author counts), multi-part questions, comparisons with a side (or both) not in the corpus
     "seed-conversations": ("seed", QUESTIONS / "seed_conversations.jsonl"),

@@ -12,6 +12,7 @@ from typing import Optional
 from ..prompts import render
 from ..types import ET_AL, Paper
 from .aspects import ASPECT_CUES
+from .cases import OtherCase
 from .evidence import FIGURE_RE, QUANTITY_RE, Source, own_sentences, safe_sentences
 from ..text import shorten, stems, terms
 
@@ -305,21 +306,34 @@ VERDICT_NOTES = {"may": "it may answer it, but I am not sure enough to cite it",
                  "no": "judged not to answer it"}
 
 
+def other_case_note(case: OtherCase) -> str:
+    """Why a near paper does not answer: it treats another case ("dimension 2 or 3, not 4 or more")."""
+    if "·" in case.kind:  # a symbol and its index: "SU(2), not SU(3)"
+        return f"it treats {case.kind.replace('·', case.treated)}, not {case.kind.replace('·', case.asked)}"
+    if case.kind == "dimension":
+        return f"it treats dimension {case.treated}, not {case.asked}"
+    return f"it treats {case.treated} {case.kind}, not {case.asked}"
+
+
 def refusal(intent: str, topic: str, offered: list[Paper], filtered: bool = False,
             outside: Optional[list[Paper]] = None, empty: bool = False,
-            verdicts: Optional[list[str]] = None, nearest: str = "", beyond_shown: bool = False) -> str:
+            verdicts: Optional[list[str]] = None, nearest: str = "", beyond_shown: bool = False,
+            other_cases: Optional[list[Optional[OtherCase]]] = None) -> str:
     """Nothing in the collection was accepted: say so plainly and cite nothing. A summary names
     its topic (a noun phrase); a question is never echoed back as if it were one. An empty
     collection is said to be empty, not to lack the topic. `verdicts`: the model read the
     offered papers, and per paper what may be said of it (VERDICT_NOTES: "may" answer, though
     not surely enough to cite; "unlikely"; "no"). Unread (verdicts None), they are the nearest,
     with the `nearest` one's closest sentence. `beyond_shown`: the question asked for papers
-    besides those shown ("anything else on X?"): nothing *else* was found."""
+    besides those shown ("anything else on X?"): nothing *else* was found. `other_cases`: per
+    offered paper, the other case it treats (cases.other_case), said instead of its verdict."""
     if empty:
         return EMPTY_COLLECTION
+    cases = list(other_cases or [])
+    cases += [None] * (len(offered) - len(cases))
     subject = f"on *{shorten(topic, 12)}*" if intent == "summary" else "that answers this"
     scope = "among the papers your filters allow" if filtered else "in this collection"
-    unsure = bool(verdicts) and "may" in verdicts
+    unsure = bool(verdicts) and any(v == "may" and not c for v, c in zip(verdicts, cases))
     other = " else" if beyond_shown else ""
     if unsure:
         text = f"I am not sure anything{other} {scope} answers this, so I cite no paper."
@@ -330,7 +344,12 @@ def refusal(intent: str, topic: str, offered: list[Paper], filtered: bool = Fals
     if outside:
         names = "; ".join(f"*{short_name(p)}*" for p in outside)
         text += f" Outside your filters, these papers are about it: {names}. Clear the filters to use them."
-    if offered and verdicts and set(verdicts) != {"no"}:
+    if offered and any(cases):
+        notes = [other_case_note(c) if c else VERDICT_NOTES[v] if verdicts else ""
+                 for c, v in zip(cases, verdicts or [""] * len(offered))]
+        heading = "The closest papers, which I read:" if verdicts else "The nearest papers:"
+        text += "\n\n" + closest_list(offered, heading, notes)
+    elif offered and verdicts and set(verdicts) != {"no"}:
         notes = [VERDICT_NOTES[v] for v in verdicts]
         text += "\n\n" + closest_list(offered, "The closest papers, which I read:", notes)
     elif offered and verdicts is not None:

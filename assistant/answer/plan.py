@@ -24,6 +24,7 @@ from ..similar import find_similar
 from ..text import acronym, distinctive_tokens, has_words, terms
 from ..types import Filters, Hit, Intent, LiteratureTable, Paper, TableRow, Turn
 from . import compose
+from .cases import other_case
 from .evidence import SentenceEmbeddings, Source, evidence_for, safe_sentences
 from .intent import asks_model, best, default_model as intent_model, focus_model, message_vectors
 from .query import Query, parse, previous_user_message, rules_then_model, shown_lists
@@ -364,11 +365,14 @@ class Planner:
                 sure: Optional[float] = None) -> tuple[list[Judged], Optional[Read]]:
         """The papers that answer a question, and the model's reading when it read them. `sure`:
         the gate probability at which the best candidate is taken unread (default: the policy's
-        reading_sure, or the gate's threshold when that is None)."""
+        reading_sure, or the gate's threshold when that is None). A paper that treats another
+        case than the question states ("dimension 2 or 3" for "d ≥ 4": cases.other_case) answers
+        it for neither."""
         reading = self._read(question, judged, sure or self.policy.reading_sure or self.judge.threshold)
         if reading is not None:  # the model read the candidates: the reading judges
-            return self.judge.choose(reading.accepted, singular, plural, reading.threshold), reading
-        return self.judge.choose(judged, singular, plural), None
+            return self.judge.choose(same_case(question, reading.accepted), singular, plural,
+                                     reading.threshold), reading
+        return self.judge.choose(same_case(question, judged), singular, plural), None
 
     def _parts(self, q: Query, found: PartsFound) -> TurnPlan:
         """A question of several parts about different papers, each part with its own topic
@@ -449,7 +453,7 @@ class Planner:
         if again is None:
             return hits, [], reading
         retrieved = hits + [h for h in new if h.paper.paper_id not in gate]
-        chosen = self.judge.choose(again.accepted, q.singular, q.plural, again.threshold)
+        chosen = self.judge.choose(same_case(q.question, again.accepted), q.singular, q.plural, again.threshold)
         return papers_first([j.paper for j in chosen], retrieved), chosen, again
 
     def _worth_rewriting(self, judged: list[Judged]) -> bool:
@@ -462,7 +466,7 @@ class Planner:
         if not terms(text):
             return hits, []
         new_hits, judged = self._judged(text, filters, self.policy.candidates)
-        chosen = self.judge.choose(judged, singular=q.singular, plural=False)
+        chosen = self.judge.choose(same_case(q.question, judged), singular=q.singular, plural=False)
         return (new_hits, chosen) if chosen else (hits, [])
 
     def _about(self, plan: TurnPlan, q: Query, papers: list[Paper], previous: str = "") -> TurnPlan:
@@ -833,8 +837,10 @@ class Planner:
         if reading is None and plan.offered and q.topic:
             nearest = (evidence_for(plan.offered[0], [q.topic], self.embed, 1) or [""])[0]
         verdicts = None if reading is None else [self._verdict(j, reading) for j in offered[: len(plan.offered)]]
+        other_cases = [other_case(q.question, p) for p in plan.offered] if q.intent != "summary" else None
         plan.prefix = compose.refusal(q.intent, q.topic, plan.offered, filtered, outside, empty,
-                                      verdicts=verdicts, nearest=nearest, beyond_shown=bool(q.beyond_shown))
+                                      verdicts=verdicts, nearest=nearest, beyond_shown=bool(q.beyond_shown),
+                                      other_cases=other_cases)
         return plan
 
     def _verdict(self, judged: Judged, reading: Read) -> str:
@@ -1172,6 +1178,11 @@ def mentions(name: str, paper: Paper) -> bool:
     """Does the paper's text contain the name in its singular form, inside a longer word too?"""
     stem = name.lower().removesuffix("s") if len(name) > 3 else name.lower()
     return stem in f"{paper.title} {paper.abstract}".lower()
+
+
+def same_case(question: str, judged: list[Judged]) -> list[Judged]:
+    """The candidates that do not treat another case than the question states (cases.other_case)."""
+    return [j for j in judged if other_case(question, j.paper) is None]
 
 
 def safe_first(paper: Paper) -> list[str]:
