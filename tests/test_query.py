@@ -333,6 +333,16 @@ def test_a_side_describes_a_paper_here_only_in_enough_words_of_its_own(side, des
      ["How do I forecast lichen growth in a way that uses satellites and can be run on a phone?"]),
     ("Which paper forecasts lichen growth, and can it run on a phone?",
      ["Which paper forecasts lichen growth", "can it run on a phone?"]),
+    # an opening phrase that sets the scene is part of the question it sets
+    ("In lichen ecology, which paper forecasts growth?", ["In lichen ecology, which paper forecasts growth?"]),
+    ("On a complete 4-manifold with nonnegative Ricci curvature, is there a sharp bound?",
+     ["On a complete 4-manifold with nonnegative Ricci curvature, is there a sharp bound?"]),
+    ("Given a moss map, which paper forecasts lichen growth, and who wrote it?",
+     ["Given a moss map, which paper forecasts lichen growth", "who wrote it?"]),
+    # … not a statement before a question, nor an opening that asks itself
+    ("For a lichen reading list: which paper forecasts growth, and which maps moss?",
+     ["For a lichen reading list: which paper forecasts growth", "which maps moss?"]),
+    ("I work on lichens, is there a paper on their growth?", ["I work on lichens", "is there a paper on their growth?"]),
 ])
 def test_multi_part_questions_split(message, parts):
     assert split_parts(message) == parts

@@ -149,6 +149,11 @@ QUESTION_END_RE = re.compile(r"(?<=\?)\s+")  # after a question mark: the next s
 PART_SPLIT_RE = re.compile(
     r"(?:,\s*(?:and\s+)?|\s+and\s+|;\s*|\?\s+)(?=(?:also\s+)?(?:who|what|which|how|when|where|why|"
     r"by how much|(?:does|do|did|is|are|was|were|can|could)\b(?!\s+(?:be|not|also)\b))\b)", re.I)
+# a sentence's opening phrase that sets the scene of the question after its comma ("In federated
+# learning, which paper …?", "On a complete 4-manifold with …, is there …?", "Given a graph G,
+# what …?"): a preposition or a participle opens an adverbial of that question, not a question
+SETTING_RE = re.compile(r"^(?:in|on|for|over|with|within|without|under|among|across|beyond|between|"
+                        r"at|from|along|given|using|assuming|regarding|concerning|if)\b", re.I)
 # a sentence that says it is another question: "…? and separately, one doing X", "…? Also Y"
 ANOTHER_PART_RE = re.compile(r"^\W*(?:and\s+)?(?:also|separately|additionally|plus)\b", re.I)
 
@@ -554,8 +559,8 @@ def split_parts(message: str) -> list[str]:
             and len(PART_SPLIT_RE.split("? " + sentences[-1])) == 1 and not ANOTHER_PART_RE.search(sentences[-1]):
         sentences[-2:] = [f"{sentences[-2]} {sentences[-1]}"]
     sentences = [s for sentence in sentences for s in paper_requests(sentence)]
-    pieces = [p.strip(" ,;") for sentence in sentences for p in PART_SPLIT_RE.split(sentence)
-              if p and p.strip(" ,;?")]
+    pieces = [p for sentence in sentences for p in _with_setting(
+        [p.strip(" ,;") for p in PART_SPLIT_RE.split(sentence) if p and p.strip(" ,;?")])]
     parts: list[str] = []
     for piece in pieces:
         if parts and len(parts[-1].split()) < 2:
@@ -565,6 +570,16 @@ def split_parts(message: str) -> list[str]:
     if len(parts) > 1 and len(parts[-1].split()) < 2:
         parts[-2:] = [f"{parts[-2]} {parts[-1]}"]
     return parts if len(parts) > 1 else [message.strip()]
+
+
+def _with_setting(pieces: list[str]) -> list[str]:
+    """A sentence's pieces, its opening setting (SETTING_RE) joined to the question it sets;
+    not an opening that asks itself after a colon ("For a reading list: what's the GRU variant
+    …, and what's …?"). (A "which" or "where" inside a setting is a relative: "In the game
+    where you're out if …, is …?")"""
+    if len(pieces) > 1 and SETTING_RE.match(pieces[0]) and not any(c in pieces[0] for c in "?:"):
+        return [f"{pieces[0]}, {pieces[1]}"] + pieces[2:]
+    return pieces
 
 
 # where a statement ends: a "." or ";" after a word of two characters or more, before a capital
