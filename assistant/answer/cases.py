@@ -81,7 +81,8 @@ def _plain(text: str) -> str:
 
 
 def _value(word: str) -> int:
-    return NUMBER_WORDS.get(word.lower()) if word.lower() in NUMBER_WORDS else int(word)
+    """"four" or "4" as 4."""
+    return NUMBER_WORDS[word.lower()] if word.lower() in NUMBER_WORDS else int(word)
 
 
 def _singular(noun: str) -> str:
