@@ -40,13 +40,18 @@ PRO_P = Paper(
     ("a germ ℂ⁴ → ℂ⁵", "C^·", {4, 5}, None),
     ("on three or more generators", "generators", set(), 3),
     ("at least 3 colours", "colors", set(), 3),
+    ("hypersurfaces of degree 6 in P^4", "degree", {6}, None),
+    ("nodal sextic threefolds", "degree", {6}, None),
+    ("affine Coxeter groups of rank at least 4", "rank", set(), 4),
+    ("a genus-2 surface", "genus", {2}, None),
+    ("with only three states", "states", {3}, None),
 ])
 def test_stated_figures_read_dimensions_indices_and_counts(text, kind, exact, at_least):
     figures = stated_figures(text)[kind]
     assert (figures.exact, figures.at_least) == (exact, at_least)
 
 
-@pytest.mark.parametrize("text", ["dimension n", "SU(n) gauge theory", "the L^p norm", "a 2.5 dB gain",
+@pytest.mark.parametrize("text", ["dimension n", "degree d polynomials", "SU(n) gauge theory", "the L^p norm", "a 2.5 dB gain",
                                   "O(n^{2.5}) time", "in high dimensions"])
 def test_a_symbol_or_a_decimal_is_no_figure(text):
     assert stated_figures(text) == {}

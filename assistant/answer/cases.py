@@ -1,6 +1,7 @@
 """The specific case a question asks about, against the case a paper treats: a dimension ("in
 four dimensions", "3-folds", "dimension d ≥ 4"), a group or space with its index ("SU(3)", "C^4",
-"D_4"), or a count ("three or more generators"). A paper that states the same kind of figure and
+"D_4"), a degree, rank or genus ("degree 6", "sextic", "rank at least 4"), or a count ("three or
+more generators"). A paper that states the same kind of figure and
 never the question's value treats another case: it does not answer the question, however near
 its words are ("the random connection model in dimensions d ≥ 4" is not answered by the paper
 that proves it for d = 2, 3). The gate and the model's reading both take such a paper for the
@@ -31,10 +32,15 @@ DIMENSIONAL_RE = re.compile(rf"\b{_AT_LEAST}{_NUM}\s*[-‐]?\s*(?:dimensional|di
 # "dimension 3", "dimensions d = 2, 3", "dimension at least 4", "dimensions d >= 4"
 DIMENSION_RE = re.compile(rf"\bdimensions?\s+(?:[dnm]\s*)?(?:=\s*|equal to\s+|of\s+)?{_AT_LEAST}{_NUM}"
                           rf"(?:\s*(?:,|and|or)\s*{_NUM})?{_OR_MORE}(?![\w^]|\s*[-+*/])", re.I)
+# "degree 6", "of rank 3", "genus-2", "rank at least 4"; "sextic" is degree 6
+NAMED_RE = re.compile(rf"\b(degree|rank|genus)\s*[-‐]?\s*(?:[a-z]\s*=\s*)?{_AT_LEAST}{_NUM}{_OR_MORE}(?![\w^]|\s*[-+*/])"
+                      rf"|\b{_AT_LEAST}{_NUM}{_OR_MORE}\s*[-‐]\s*(degree|rank|genus)\b", re.I)
+DEGREE_WORDS = {"cubic": 3, "quartic": 4, "quintic": 5, "sextic": 6, "septic": 7, "octic": 8}
+DEGREE_WORD_RE = re.compile(rf"\b({'|'.join(DEGREE_WORDS)})s?\b", re.I)
 GROUP_RE = re.compile(r"\b([A-Z][A-Za-z]{0,3})\s*\(\s*(\d+)\s*\)")             # SU(2), GL(3), Sp(4)
 POWER_RE = re.compile(r"(?<![\w^])([A-Za-z])\s*\^\s*\{?(\d+)\}?(?![\d.])")      # C^4, R^3, H^2
 INDEX_RE = re.compile(r"(?<!\w)([A-Z])_\{?(\d+)\}?(?![\d.])")                  # D_4, A_2
-COUNT_RE = re.compile(rf"\b{_AT_LEAST}{_NUM}{_OR_MORE}\s*[-‐ ]\s*(generators?|colou?rs?|players?|variables?|"
+COUNT_RE = re.compile(rf"\b{_AT_LEAST}{_NUM}{_OR_MORE}\s*[-‐ ]\s*(generators?|colou?rs?|players?|variables?|states?|"
                       rf"vortex|vortices|body|bodies|agents?|layers?|loops?)\b", re.I)
 _SUPERSCRIPTS = str.maketrans({c: f"^{d}" for d, c in enumerate("⁰¹²³⁴⁵⁶⁷⁸⁹")})
 _SUBSCRIPTS = str.maketrans({c: f"_{d}" for d, c in enumerate("₀₁₂₃₄₅₆₇₈₉")})
@@ -91,8 +97,8 @@ def _singular(noun: str) -> str:
 
 
 def stated_figures(text: str) -> dict[str, Figures]:
-    """Each kind of figure the text states ("dimension", "SU(·)", "C^·", "D_·", "generators"),
-    with its values."""
+    """Each kind of figure the text states ("dimension", "degree", "rank", "SU(·)", "C^·", "D_·",
+    "generators"), with its values."""
     text, found = _plain(text), {}
 
     def add(kind: str, value: int, open_: bool = False) -> None:
@@ -107,6 +113,13 @@ def stated_figures(text: str) -> dict[str, Figures]:
     for m in DIMENSION_RE.finditer(text):
         for value in filter(None, (m.group(2), m.group(3))):
             add("dimension", _value(value), bool(m.group(1) or m.group(4)))
+    for m in NAMED_RE.finditer(text):
+        if m.group(1):
+            add(m.group(1).lower(), _value(m.group(3)), bool(m.group(2) or m.group(4)))
+        else:
+            add(m.group(8).lower(), _value(m.group(6)), bool(m.group(5) or m.group(7)))
+    for m in DEGREE_WORD_RE.finditer(text):
+        add("degree", DEGREE_WORDS[m.group(1).lower()])
     for m in GROUP_RE.finditer(text):
         add(f"{m.group(1)}(·)", int(m.group(2)))
     for m in POWER_RE.finditer(text):
