@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.answer.cases import other_case, stated_figures
+from assistant.answer.cases import other_cases, stated_figures
 from assistant.answer.compose import other_case_note, refusal
 from assistant.types import Paper
 
@@ -27,6 +27,10 @@ PRO_P = Paper(
     title="Finite axiomatizability of a centre-by-metabelian pro-p group",
     abstract=("We prove that the relatively free centre-by-metabelian pro-p group on 2 generators "
               "is finitely axiomatizable in the class of profinite groups."))
+
+
+def other_case(question, paper):
+    return other_cases(question, [paper])[0]
 
 
 @pytest.mark.parametrize("text,kind,exact,at_least", [
@@ -85,6 +89,7 @@ def test_a_paper_stating_the_asked_case_or_none_is_left_to_the_judgement(questio
 
 def test_a_refusal_says_which_case_each_near_paper_treats():
     case = other_case("finite subgroups of SU(3)?", SU2)
+    assert other_cases("finite subgroups of SU(3)?", [SU2, RANDOM_CONNECTION]) == [case, None]
     text = refusal("question", "", [SU2, RANDOM_CONNECTION], verdicts=["may", "no"], other_cases=[case, None])
     assert "I am not sure" not in text  # the "may" was the paper on another case
     assert "(it treats SU(2), not SU(3))" in text and "(judged not to answer it)" in text

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Sequence
 
 from ..types import Paper
 
@@ -131,12 +131,15 @@ def stated_figures(text: str) -> dict[str, Figures]:
     return found
 
 
-def other_case(question: str, paper: Paper) -> Optional[OtherCase]:
-    """The first kind of figure the question states whose values the paper, stating that kind
-    too, never takes: the paper treats another case. None when there is none."""
+def other_cases(question: str, papers: Sequence[Paper]) -> list[Optional[OtherCase]]:
+    """Per paper, the first kind of figure the question states whose values the paper, stating
+    that kind too, never takes (the paper treats another case), or None. The question is read
+    once for all of them."""
     asked = stated_figures(question)
-    if not asked:
-        return None
+    return [_other_case(asked, paper) if asked else None for paper in papers]
+
+
+def _other_case(asked: dict[str, Figures], paper: Paper) -> Optional[OtherCase]:
     treated = stated_figures(f"{paper.title}. {paper.abstract}")
     for kind, figures in asked.items():
         if kind in treated and figures.disjoint(treated[kind]):

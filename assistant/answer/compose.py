@@ -326,7 +326,7 @@ def refusal(intent: str, topic: str, offered: list[Paper], filtered: bool = Fals
     not surely enough to cite; "unlikely"; "no"). Unread (verdicts None), they are the nearest,
     with the `nearest` one's closest sentence. `beyond_shown`: the question asked for papers
     besides those shown ("anything else on X?"): nothing *else* was found. `other_cases`: per
-    offered paper, the other case it treats (cases.other_case), said instead of its verdict."""
+    offered paper, the other case it treats (cases.other_cases), said instead of its verdict."""
     if empty:
         return EMPTY_COLLECTION
     cases = list(other_cases or [])
@@ -344,14 +344,11 @@ def refusal(intent: str, topic: str, offered: list[Paper], filtered: bool = Fals
     if outside:
         names = "; ".join(f"*{short_name(p)}*" for p in outside)
         text += f" Outside your filters, these papers are about it: {names}. Clear the filters to use them."
-    if offered and any(cases):
-        notes = [other_case_note(c) if c else VERDICT_NOTES[v] if verdicts else ""
+    if offered and (any(cases) or verdicts and set(verdicts) != {"no"}):
+        notes = [other_case_note(c) if c else VERDICT_NOTES[v] if v else ""
                  for c, v in zip(cases, verdicts or [""] * len(offered))]
         heading = "The closest papers, which I read:" if verdicts else "The nearest papers:"
         text += "\n\n" + closest_list(offered, heading, notes)
-    elif offered and verdicts and set(verdicts) != {"no"}:
-        notes = [VERDICT_NOTES[v] for v in verdicts]
-        text += "\n\n" + closest_list(offered, "The closest papers, which I read:", notes)
     elif offered and verdicts is not None:
         text += "\n\n" + closest_list(offered, "The closest papers, which I read and judged not to answer it:")
     elif offered:

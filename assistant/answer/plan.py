@@ -24,7 +24,7 @@ from ..similar import find_similar
 from ..text import acronym, distinctive_tokens, has_words, terms
 from ..types import Filters, Hit, Intent, LiteratureTable, Paper, TableRow, Turn
 from . import compose
-from .cases import other_case
+from .cases import other_cases
 from .evidence import SentenceEmbeddings, Source, evidence_for, safe_sentences
 from .intent import asks_model, best, default_model as intent_model, focus_model, message_vectors
 from .query import Query, parse, previous_user_message, rules_then_model, shown_lists
@@ -366,7 +366,7 @@ class Planner:
         """The papers that answer a question, and the model's reading when it read them. `sure`:
         the gate probability at which the best candidate is taken unread (default: the policy's
         reading_sure, or the gate's threshold when that is None). A paper that treats another
-        case than the question states ("dimension 2 or 3" for "d ≥ 4": cases.other_case) answers
+        case than the question states ("dimension 2 or 3" for "d ≥ 4": cases.other_cases) answers
         it for neither."""
         reading = self._read(question, judged, sure or self.policy.reading_sure or self.judge.threshold)
         if reading is not None:  # the model read the candidates: the reading judges
@@ -837,10 +837,10 @@ class Planner:
         if reading is None and plan.offered and q.topic:
             nearest = (evidence_for(plan.offered[0], [q.topic], self.embed, 1) or [""])[0]
         verdicts = None if reading is None else [self._verdict(j, reading) for j in offered[: len(plan.offered)]]
-        other_cases = [other_case(q.question, p) for p in plan.offered] if q.intent != "summary" else None
+        cases = other_cases(q.question, plan.offered) if q.intent != "summary" else None
         plan.prefix = compose.refusal(q.intent, q.topic, plan.offered, filtered, outside, empty,
                                       verdicts=verdicts, nearest=nearest, beyond_shown=bool(q.beyond_shown),
-                                      other_cases=other_cases)
+                                      other_cases=cases)
         return plan
 
     def _verdict(self, judged: Judged, reading: Read) -> str:
@@ -1181,8 +1181,9 @@ def mentions(name: str, paper: Paper) -> bool:
 
 
 def same_case(question: str, judged: list[Judged]) -> list[Judged]:
-    """The candidates that do not treat another case than the question states (cases.other_case)."""
-    return [j for j in judged if other_case(question, j.paper) is None]
+    """The candidates that do not treat another case than the question states (cases.other_cases)."""
+    cases = other_cases(question, [j.paper for j in judged])
+    return [j for j, case in zip(judged, cases) if case is None]
 
 
 def safe_first(paper: Paper) -> list[str]:

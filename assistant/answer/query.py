@@ -403,9 +403,10 @@ def rules_then_model(message: str, rules: Intent, model: Intent, p: float, confi
     (question), the model's reading where `p` reaches `confidence`; where only a weak word like
     "differs" or "comparing" suggests a comparison, or only a noun like "summary" or "overview"
     a summary, the model's at any probability (the rules have no reading to fall back on);
-    elsewhere the rules', unless the model is near certain of another (`overrule`, Settings.intent_overrule): the rules take words of a topic for a
-    request ("writes long survey-style reports … has anyone built that?", "e.g. tumour vs
-    normal", "what do they compare against?")."""
+    elsewhere the rules', unless the model is near certain of another (`overrule`,
+    Settings.intent_overrule): the rules take words of a topic for a request ("writes long
+    survey-style reports … has anyone built that?", "e.g. tumour vs normal", "what do they
+    compare against?")."""
     if rules == "question":
         return model if p >= confidence else rules
     if rules == "compare" and not ASKS_TO_COMPARE_RE.search(message):
