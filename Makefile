@@ -96,10 +96,13 @@ browser:
 
 # The suite's processes write the bytecode of what they import, once, even where the environment
 # says not to (PYTHONDONTWRITEBYTECODE): the install above does not compile.
-# Two pytest-xdist workers, each given whole test files (a file's fixtures stay in one process);
-# tests/conftest.py gives each worker's models and embedder its share of the cores.
-TEST_WORKERS ?= 2
-PYTEST  := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -ra -n $(TEST_WORKERS) --dist loadfile
+# pytest-xdist workers, one more than the cores (a worker waiting on a server it started leaves
+# its core to the others), each given whole test files (a file's fixtures stay in one process),
+# the longest files first (tests/conftest.py orders them; xdist's own reordering is off).
+# tests/conftest.py gives each worker's models and embedder its share of the cores (at least one
+# thread each).
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
+PYTEST  := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -ra -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test: install llama-server browser
 	$(PYTEST) --durations=25

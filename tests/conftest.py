@@ -54,6 +54,22 @@ def pytest_sessionfinish(session, exitstatus):
     with contextlib.suppress(OSError):
         (Path(tempfile.gettempdir()) / f"pytest-of-{getpass.getuser()}").rmdir()
 
+
+def pytest_collection_modifyitems(config, items):
+    """Files whose tests run the model, start servers or drive the browser first (most such
+    tests first), the rest after, each file's own order kept: `make test` hands whole files to
+    its workers in this order (`--no-loadscope-reorder`), so the longest files start at once
+    and the short ones fill in around them instead of one long file starting last."""
+    def heavy(item) -> bool:
+        return item.get_closest_marker("slow") is not None or item.get_closest_marker("browser") is not None
+
+    weight: dict[str, int] = {}
+    for item in items:
+        weight[item.nodeid.split("::")[0]] = weight.get(item.nodeid.split("::")[0], 0) + heavy(item)
+    files = sorted(weight, key=lambda f: -weight[f])  # stable: pytest's order among equals
+    rank = {f: i for i, f in enumerate(files)}
+    items.sort(key=lambda item: rank[item.nodeid.split("::")[0]])
+
 from assistant.config import Settings  # noqa: E402
 from servers import free_port, start_process_server  # noqa: E402
 
