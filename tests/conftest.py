@@ -29,10 +29,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-# `make test` runs two pytest-xdist workers. Each worker, and every server it starts, runs the
-# language model, the embedder and the map on its share of the cores: a worker whose llama.cpp
-# threads outnumber its cores waits on threads the other worker has descheduled (answers took
-# four times as long; docs/benchmarks.md, "The test suite on two workers").
+# `make test` runs pytest-xdist workers, one more than the cores. Each worker, and every server it
+# starts, runs the language model, the embedder and the map on its share of the cores (at least
+# one thread): a worker whose llama.cpp threads outnumber its cores waits on threads another
+# worker has descheduled (answers took four times as long; docs/benchmarks.md, "The test suite
+# on two workers").
 if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
     _share = str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
     for _name in ("PAPER_ASSISTANT_N_THREADS", "PAPER_ASSISTANT_EMBED_THREADS", "PAPER_ASSISTANT_MAP_THREADS"):
