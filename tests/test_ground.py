@@ -5,6 +5,7 @@ import pytest
 
 from assistant.answer.evidence import Source, evidence_for, own_sentences
 from assistant.answer.compose import aspect_sentences
+from assistant.answer.cases import uncovered_figures
 from assistant.answer.ground import Grounder, clauses, dropped_hedges, makes_claim
 from assistant.config import CitationPolicy, load_settings
 from assistant.types import Paper
@@ -66,6 +67,37 @@ def test_a_figure_the_source_lacks_is_never_backed(seed_assistant):
     src = {1: _source(1, "Top-W improves accuracy by up to 33.7% over min-p sampling.")}
     assert grounder.verdict("Top-W improves accuracy by up to 33.7% [1].", src).markers == [1]
     assert grounder.verdict("Top-W improves accuracy by up to 91.2% [1].", src).why == "unsupported"
+
+
+def test_a_case_the_source_does_not_treat_is_never_backed(seed_assistant):
+    """A dimension, a degree or a count written in words is a figure too: the claim must state
+    the source's, not the question's (arXiv math near-miss round 22 was answered "Yes, … on a
+    complete four-dimensional manifold … [2]" from this paper on 3-manifolds)."""
+    grounder = Grounder(seed_assistant.engine.embed)
+    src = {1: _source(1, "It is shown that the integral of the scalar curvature on a geodesic ball of radius "
+                         "$R$ in a three-dimensional complete manifold with nonnegative Ricci curvature is "
+                         "bounded above by $8πR$ asymptotically for large $R$.",
+                      "Sharp integral bound of scalar curvature on $3$-manifolds")}
+    restated = ("The integral of the scalar curvature on a geodesic ball in a three-dimensional complete "
+                "manifold with nonnegative Ricci curvature is bounded above asymptotically [1].")
+    assert grounder.verdict(restated, src).markers == [1]
+    for other in ("four-dimensional", "4-dimensional", "higher-dimensional, at least four-dimensional"):
+        claim = restated.replace("three-dimensional", other)
+        assert grounder.verdict(claim, src).why == "unsupported", claim
+
+
+@pytest.mark.parametrize("claim, source, uncovered", [
+    ("It treats 3-folds.", "A bound on three-dimensional manifolds.", []),
+    ("It treats 4-folds.", "A bound on three-dimensional manifolds.", ["dimension"]),
+    ("It holds in dimension 4.", "We prove it in every dimension d ≥ 3.", []),
+    ("It holds in every dimension d ≥ 4.", "We prove it in dimension 4.", ["dimension"]),
+    ("Sextic hypersurfaces are factorial.", "Nodal hypersurfaces of degree 6 are factorial.", []),
+    ("Septic hypersurfaces are factorial.", "Nodal hypersurfaces of degree 6 are factorial.", ["degree"]),
+    ("A game with three players.", "A game between players.", ["players"]),
+    ("Top-W improves accuracy.", "Top-W improves accuracy by 33.7%.", []),
+])
+def test_the_figures_a_claim_states_must_be_its_sources(claim, source, uncovered):
+    assert uncovered_figures(claim, source) == uncovered
 
 
 def test_the_policy_numbers_are_settings(monkeypatch, seed_assistant):

@@ -131,6 +131,22 @@ def stated_figures(text: str) -> dict[str, Figures]:
     return found
 
 
+def uncovered_figures(claim: str, source: str) -> list[str]:
+    """The kinds of figure a claim states with a value its source does not give for that kind
+    ("on a complete four-dimensional manifold" against a source on 3-manifolds, or against one
+    that states no dimension; "for every d ≥ 4" against one that proves d = 4 only). A claim's
+    figures must be its source's, however they are written, as its digits must be (ground.py)."""
+    given = stated_figures(source)
+    uncovered = []
+    for kind, figures in stated_figures(claim).items():
+        have = given.get(kind)
+        open_ok = figures.at_least is None or (have is not None and have.at_least is not None
+                                               and have.at_least <= figures.at_least)
+        if have is None or not open_ok or not all(have.covers(v) for v in figures.exact):
+            uncovered.append(kind)
+    return uncovered
+
+
 def other_cases(question: str, papers: Sequence[Paper]) -> list[Optional[OtherCase]]:
     """Per paper, the first kind of figure the question states whose values the paper, stating
     that kind too, never takes (the paper treats another case), or None. The question is read

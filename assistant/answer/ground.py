@@ -3,8 +3,8 @@
 An answer may only cite papers retrieval returned for this turn, and each cited sentence must
 be supported by the abstract (or the metadata) of the paper it cites. Support mixes lexical
 overlap (content stems of the claim found in one evidence sentence) with embedding similarity,
-and numbers in a claim must appear in the cited source: a wrong figure is the commonest
-hallucination of a small model. The policy's numbers are chosen on blind-labelled sentences of
+and figures in a claim must be the cited source's (its digits, and a dimension, degree, index or
+count however written: cases.py): a wrong figure is the commonest hallucination of a small model. The policy's numbers are chosen on blind-labelled sentences of
 the local model (benchmarks/calibrate_support.py).
 """
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Optional
 
 from ..config import CitationPolicy
 from ..text import has_words, normalise, split_sentences, stems, terms
+from .cases import uncovered_figures
 from .evidence import FIGURE_RE, SentenceEmbeddings, Source
 from .markers import MARKER_RE, parse_markers, renumber  # noqa: F401  (renumber: re-exported)
 
@@ -148,7 +149,8 @@ class Grounder:
         whole = normalise(" ".join(texts))
         figures = FIGURE_RE.findall(claim)
         numbers_ok = (all(n.rstrip("%") in whole for n in figures)
-                      and not baseline_figures(figures, " ".join(texts)))
+                      and not baseline_figures(figures, " ".join(texts))
+                      and not uncovered_figures(claim, " ".join(texts)))
         said = normalise(" ".join(backing))
         relations_ok = all(r in said for r in relations(claim))
         return Support(max(scores), content, numbers_ok, sentence, relations_ok,
