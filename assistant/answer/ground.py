@@ -4,8 +4,9 @@ An answer may only cite papers retrieval returned for this turn, and each cited 
 be supported by the abstract (or the metadata) of the paper it cites. Support mixes lexical
 overlap (content stems of the claim found in one evidence sentence) with embedding similarity,
 and figures in a claim must be the cited source's (its digits, and a dimension, degree, index or
-count however written: cases.py): a wrong figure is the commonest hallucination of a small model. The policy's numbers are chosen on blind-labelled sentences of
-the local model (benchmarks/calibrate_support.py).
+count however written: cases.py): a wrong figure is the commonest hallucination of a small
+model. The policy's numbers are chosen on blind-labelled sentences of the local model
+(benchmarks/calibrate_support.py).
 """
 from __future__ import annotations
 
@@ -146,11 +147,11 @@ class Grounder:
         backing = [texts[0]] + [texts[i] for i in ranked[: self.policy.content_sentences or len(ranked)]]
         own = claim_stems - allowed - ANSWER_FRAMING
         content = len(own & stems(" ".join(backing))) / len(own) if own else 1.0
-        whole = normalise(" ".join(texts))
+        joined = " ".join(texts)
+        whole = normalise(joined)
         figures = FIGURE_RE.findall(claim)
         numbers_ok = (all(n.rstrip("%") in whole for n in figures)
-                      and not baseline_figures(figures, " ".join(texts))
-                      and not uncovered_figures(claim, " ".join(texts)))
+                      and not baseline_figures(figures, joined) and not uncovered_figures(claim, joined))
         said = normalise(" ".join(backing))
         relations_ok = all(r in said for r in relations(claim))
         return Support(max(scores), content, numbers_ok, sentence, relations_ok,
