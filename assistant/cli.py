@@ -14,9 +14,6 @@ from rich.markup import escape
 from .client import ServerError, connect, given_fields
 from .config import SERVE_HOST, SERVE_PORT, load_settings
 from .conversation import InputError, check_message, extend, make_filters, parse_mode
-from .corpus import CorpusError
-from .index import StoreError
-from .library import PaperAssistant
 from .render import answer_payload, author_line, hits_json, reading_notice, references_markdown
 from .transcript import (NEW_SAVED, NO_FOLDER, NOT_SAVING, RESUMED, SAME_FILE, SAVE_EXISTS,
                          WRITE_FAILED, Transcript, TranscriptError, load_transcript,
@@ -51,16 +48,24 @@ def cli_settings(store=None, chroma_url=None, preset="default", backend=None, mo
                          llm_backend=backend, model_path=model_path, **overrides)
 
 
+def in_process(settings) -> "PaperAssistant":
+    """The assistant in this process. Imported here, not at the top: it brings the index, the
+    embedder and llama-index (about a second), which `ask` through a running server never needs."""
+    from .library import PaperAssistant
+
+    return PaperAssistant(settings)
+
+
 def make_assistant(store=None, chroma_url=None, preset="default", backend=None,
-                   model_path=None, **overrides) -> PaperAssistant:
-    return PaperAssistant(cli_settings(store, chroma_url, preset, backend, model_path, **overrides))
+                   model_path=None, **overrides) -> "PaperAssistant":
+    return in_process(cli_settings(store, chroma_url, preset, backend, model_path, **overrides))
 
 
 def answering(settings, server: Optional[str], no_server: bool, compared=()):
     """What answers `ask` and `chat`: a running server when there is a fitting one (saying so on
     stderr), else a PaperAssistant in this process (assistant/client.py)."""
     if no_server:
-        return PaperAssistant(settings)
+        return in_process(settings)
     with friendly_errors():
         remote, message = connect(settings, server, compared)
     if remote is not None:
@@ -68,7 +73,16 @@ def answering(settings, server: Optional[str], no_server: bool, compared=()):
         return remote
     if message:
         err.print(f"[yellow]note:[/] {escape(message)}", highlight=False)
-    return PaperAssistant(settings)
+    return in_process(settings)
+
+
+def known_errors() -> tuple[type[Exception], ...]:
+    """The failures a command reports in one line. Read when a failure reaches the handler: the
+    store's errors live with the index, which a command may never have imported."""
+    from .corpus import CorpusError
+    from .index import StoreError
+
+    return (CorpusError, StoreError, InputError, ServerError)
 
 
 @contextmanager
@@ -76,7 +90,7 @@ def friendly_errors():
     """Known failures (bad input included) print one clear line and exit 2 instead of a traceback."""
     try:
         yield
-    except (CorpusError, StoreError, InputError, ServerError) as exc:
+    except known_errors() as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False)
         raise typer.Exit(2)
 
@@ -549,8 +563,8 @@ def serve(
     from .llm.server import serving_settings
     from .server import ServeError, serve as run_server  # the web stack: only `serve` needs it
 
-    pa = PaperAssistant(serving_settings(cli_settings(store, chroma_url, preset, backend, model_path,
-                                                      llm_server_parallel=parallel)))
+    pa = in_process(serving_settings(cli_settings(store, chroma_url, preset, backend, model_path,
+                                                  llm_server_parallel=parallel)))
     try:
         with friendly_errors():
             run_server(host=host, port=port, auth=auth, no_auth=no_auth, api_key=api_key, pa=pa,

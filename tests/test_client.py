@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -89,8 +91,8 @@ def runner(tmp_path, monkeypatch) -> CliRunner:
 
 
 class Forbidden:
-    """In place of the CLI's PaperAssistant while it must use the server: building one (and so
-    a store, an engine or a language model) fails the test."""
+    """In place of the CLI's in-process assistant (`cli.in_process`) while it must use the
+    server: building one (and so a store, an engine or a language model) fails the test."""
 
     def __init__(self, *a, **k):
         raise AssertionError("the CLI built its own PaperAssistant instead of using the server")
@@ -133,7 +135,7 @@ def test_ask_json_through_the_server_is_what_the_command_answers_itself(runner, 
                                "--backend", "none", input=stdin)).stdout)
     before = log.answers()
     with monkeypatch.context() as m:
-        m.setattr(cli, "PaperAssistant", Forbidden)
+        m.setattr(cli, "in_process", Forbidden)
         batch = ok(run(runner, "ask", "--json", "--server", url, input=stdin))
         turns = ok(run(runner, "ask", "--json", "--server", url, BACKDOOR_Q, "Who wrote it?"))
     assert USING in batch.stderr and url in batch.stderr
@@ -156,7 +158,7 @@ def test_ask_finds_the_server_at_the_default_address_and_prints_the_same(runner,
     before = log.answers()
     with monkeypatch.context() as m:
         m.setattr(client, "DEFAULT_URL", url)
-        m.setattr(cli, "PaperAssistant", Forbidden)
+        m.setattr(cli, "in_process", Forbidden)
         remote = ok(run(runner, "ask", "--store", store, "--backend", "none", *turns))
     assert USING in remote.stderr and log.answers() == before + 2
     here = ok(run(runner, "ask", "--store", store, "--backend", "none", *turns))  # nothing listens
@@ -172,7 +174,7 @@ def test_chat_through_the_server_is_the_same_conversation(runner, served, store,
                   input=typed))
     before = log.answers()
     with monkeypatch.context() as m:
-        m.setattr(cli, "PaperAssistant", Forbidden)
+        m.setattr(cli, "in_process", Forbidden)
         remote = ok(run(runner, "chat", "--server", url, input=typed))
     assert USING in remote.stderr and log.answers() == before + 2
     assert remote.stdout == here.stdout
@@ -274,8 +276,19 @@ def test_a_server_wanting_a_key_gets_it_from_the_environment(runner, pa, store, 
         assert squash(f"error: the server at {url} wants its API key: set "
                       f"PAPER_ASSISTANT_API_KEY") in squash(keyless.stderr)
         monkeypatch.setattr(client, "DEFAULT_URL", url)
-        monkeypatch.setattr(cli, "PaperAssistant", Forbidden)
+        monkeypatch.setattr(cli, "in_process", Forbidden)
         monkeypatch.setenv("PAPER_ASSISTANT_API_KEY", "client-key-42")
         keyed = ok(run(runner, "ask", "--json", "--store", store, "--backend", "none", BACKDOOR_Q))
     assert USING in keyed.stderr
     assert answers_json(keyed.stdout)[0]["citations"][0]["authors"][0] == "zhixuan ma"
+
+
+def test_the_command_loads_no_index_or_model_code_until_it_answers_in_process():
+    """`ask` through a running server needs neither the index nor llama-index: importing the
+    command loads neither (a second of every shell question's start otherwise)."""
+    script = ("import sys, assistant.cli\n"
+              "print(sorted(m for m in ('llama_index.core', 'chromadb', 'assistant.library', 'assistant.index')"
+              " if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "[]"
