@@ -5,7 +5,7 @@ import json
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
@@ -19,6 +19,9 @@ from .transcript import (NEW_SAVED, NO_FOLDER, NOT_SAVING, RESUMED, SAME_FILE, S
                          WRITE_FAILED, Transcript, TranscriptError, load_transcript,
                          save_markdown, save_transcript)
 from .types import Turn
+
+if TYPE_CHECKING:  # imported when first needed (in_process): see there
+    from .library import PaperAssistant
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Answers questions about a collection of paper abstracts, with citations.")
@@ -48,7 +51,7 @@ def cli_settings(store=None, chroma_url=None, preset="default", backend=None, mo
                          llm_backend=backend, model_path=model_path, **overrides)
 
 
-def in_process(settings) -> "PaperAssistant":
+def in_process(settings) -> PaperAssistant:
     """The assistant in this process. Imported here, not at the top: it brings the index, the
     embedder and llama-index (about a second), which `ask` through a running server never needs."""
     from .library import PaperAssistant
@@ -57,7 +60,7 @@ def in_process(settings) -> "PaperAssistant":
 
 
 def make_assistant(store=None, chroma_url=None, preset="default", backend=None,
-                   model_path=None, **overrides) -> "PaperAssistant":
+                   model_path=None, **overrides) -> PaperAssistant:
     return in_process(cli_settings(store, chroma_url, preset, backend, model_path, **overrides))
 
 
