@@ -63,6 +63,12 @@ class Figures:
             return False
         return not any(other.covers(v) for v in self.exact) and not any(self.covers(v) for v in other.exact)
 
+    def within(self, other: "Figures") -> bool:
+        """Every value of this one is a value of the other; an open bound only within an open
+        bound that starts no higher ("d ≥ 4" is within "d ≥ 3", not within "d = 4")."""
+        open_ok = self.at_least is None or (other.at_least is not None and other.at_least <= self.at_least)
+        return open_ok and all(other.covers(v) for v in self.exact)
+
     def written(self) -> str:
         values = [str(v) for v in sorted(self.exact)]
         if self.at_least is not None:
@@ -137,14 +143,8 @@ def uncovered_figures(claim: str, source: str) -> list[str]:
     that states no dimension; "for every d ≥ 4" against one that proves d = 4 only). A claim's
     figures must be its source's, however they are written, as its digits must be (ground.py)."""
     given = stated_figures(source)
-    uncovered = []
-    for kind, figures in stated_figures(claim).items():
-        have = given.get(kind)
-        open_ok = figures.at_least is None or (have is not None and have.at_least is not None
-                                               and have.at_least <= figures.at_least)
-        if have is None or not open_ok or not all(have.covers(v) for v in figures.exact):
-            uncovered.append(kind)
-    return uncovered
+    return [kind for kind, figures in stated_figures(claim).items()
+            if kind not in given or not figures.within(given[kind])]
 
 
 def other_cases(question: str, papers: Sequence[Paper]) -> list[Optional[OtherCase]]:
